@@ -1,0 +1,175 @@
+// The backward engine: walks the graph from a root tensor in topological order.
+//
+// 1. Collect every node reachable from the root's grad_fn (iterative depth-first search with an
+//    explicit stack: a 10,000-op chain must not overflow the call stack) and count, for each
+//    node, how many edges from reachable nodes point at it.
+// 2. Kahn's algorithm: a node runs once all the nodes that feed it a gradient have run. Its
+//    incoming gradients have been summed by then, so it is called exactly once.
+// 3. After a node runs, its saved tensors are released unless retain_graph.
+#include <atomic>
+#include <deque>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+
+#include "autograd/node.h"
+#include "autograd/ops.h"
+
+namespace sf {
+
+namespace {
+thread_local bool g_grad_enabled = true;
+std::atomic<std::uint64_t> g_sequence{0};
+}  // namespace
+
+bool grad_enabled() { return g_grad_enabled; }
+void set_grad_enabled(bool on) { g_grad_enabled = on; }
+
+bool any_requires_grad(std::initializer_list<const Tensor*> inputs) {
+  if (!grad_enabled()) return false;
+  for (const Tensor* t : inputs)
+    if (t && t->defined() && t->requires_grad()) return true;
+  return false;
+}
+
+bool any_requires_grad(const std::vector<Tensor>& inputs) {
+  if (!grad_enabled()) return false;
+  for (const Tensor& t : inputs)
+    if (t.defined() && t.requires_grad()) return true;
+  return false;
+}
+
+void connect(const std::shared_ptr<Node>& node, const std::vector<const Tensor*>& inputs,
+             Tensor& output) {
+  node->inputs.clear();
+  node->input_shapes.clear();
+  for (const Tensor* t : inputs) {
+    std::shared_ptr<Node> edge;
+    if (t && t->defined() && t->requires_grad()) {
+      if (t->grad_fn())
+        edge = t->grad_fn();
+      else
+        edge = std::make_shared<AccumulateGrad>(t->impl_ptr());
+    }
+    node->inputs.push_back(std::move(edge));
+    node->input_shapes.push_back(t && t->defined() ? t->shape() : Shape{});
+  }
+  node->output_shape = output.shape();
+  node->output_dtype = output.dtype();
+  node->output = output.impl_ptr();
+  node->sequence_nr = g_sequence++;
+  output.impl()->grad_fn = node;
+  output.impl()->requires_grad = true;
+}
+
+void connect_all(const std::shared_ptr<Node>& node, const std::vector<Tensor>& inputs, Tensor& output) {
+  std::vector<const Tensor*> ptrs;
+  for (const Tensor& t : inputs) ptrs.push_back(&t);
+  connect(node, ptrs, output);
+}
+
+void accumulate_into(Tensor& slot, const Tensor& g) {
+  if (!slot.defined())
+    slot = g;
+  else
+    slot = add(slot, g);
+}
+
+std::vector<Tensor> AccumulateGrad::backward(const Tensor& grad_output) {
+  // The leaf keeps its own contiguous copy: grad_output may alias another tensor.
+  Tensor current(leaf->grad);
+  if (!current.defined())
+    leaf->grad = clone(grad_output).impl_ptr();
+  else
+    leaf->grad = add(current, grad_output).impl_ptr();
+  return {};
+}
+
+void run_backward(const Tensor& root, const Tensor& grad_output, bool retain_graph) {
+  if (!root.requires_grad())
+    throw std::logic_error("backward: the tensor does not require grad (no input of the ops that "
+                           "made it has requires_grad set)");
+  Tensor seed = grad_output;
+  if (!seed.defined()) {
+    if (root.numel() != 1)
+      throw std::logic_error("backward: called without a gradient on a tensor of shape " +
+                             shape_str(root.shape()) +
+                             "; only a one-element tensor gets the implicit gradient 1");
+    seed = ones(root.shape(), root.dtype());
+  } else if (seed.shape() != root.shape()) {
+    throw std::invalid_argument("backward: gradient shape " + shape_str(seed.shape()) +
+                                " does not match the tensor's shape " + shape_str(root.shape()));
+  }
+
+  NoGradGuard no_grad;  // backward computations record no graph
+
+  std::shared_ptr<Node> start = root.grad_fn();
+  if (!start) start = std::make_shared<AccumulateGrad>(root.impl_ptr());  // backward on a leaf
+
+  // 1. reachable nodes and their dependency counts
+  std::unordered_map<Node*, int> deps;
+  std::vector<Node*> stack{start.get()};
+  deps[start.get()] = 0;
+  while (!stack.empty()) {
+    Node* n = stack.back();
+    stack.pop_back();
+    for (const auto& next : n->inputs) {
+      if (!next) continue;
+      auto [it, inserted] = deps.try_emplace(next.get(), 0);
+      ++it->second;
+      if (inserted) stack.push_back(next.get());
+    }
+  }
+
+  // 2. Kahn's algorithm
+  std::unordered_map<Node*, Tensor> grads;
+  grads[start.get()] = seed;
+  std::deque<Node*> ready{start.get()};
+  while (!ready.empty()) {
+    Node* n = ready.front();
+    ready.pop_front();
+    Tensor g = std::move(grads[n]);
+    grads.erase(n);
+    if (!g.defined()) {  // no path delivered a gradient here: pass the "nothing" on
+      for (const auto& next : n->inputs)
+        if (next && --deps[next.get()] == 0) {
+          grads.try_emplace(next.get());
+          ready.push_back(next.get());
+        }
+      continue;
+    }
+    if (n->released)
+      throw std::logic_error(std::string("backward: trying to backward through the graph a second time: ") +
+                             n->name() +
+                             "'s saved tensors were freed by the first backward; pass "
+                             "retain_graph = true to the first backward if you need a second one");
+    if (auto out = n->output.lock(); out && out->retains_grad) {
+      Tensor current(out->grad);
+      out->grad = (current.defined() ? add(current, g) : clone(g)).impl_ptr();
+    }
+    std::vector<Tensor> input_grads = n->backward(g);
+    g = Tensor();
+    if (!retain_graph && dynamic_cast<AccumulateGrad*>(n) == nullptr) {
+      n->release_saved();
+      n->released = true;
+    }
+    for (std::size_t i = 0; i < n->inputs.size(); ++i) {
+      Node* next = n->inputs[i].get();
+      if (!next) continue;
+      if (i < input_grads.size() && input_grads[i].defined()) {
+        const Tensor& gi = input_grads[i];
+        if (gi.shape() != n->input_shapes[i])
+          throw std::logic_error(std::string("backward: ") + n->name() + " returned a gradient of shape " +
+                                 shape_str(gi.shape()) + " for input " + std::to_string(i) +
+                                 " of shape " + shape_str(n->input_shapes[i]));
+        accumulate_into(grads[next], gi);
+      }
+      if (--deps[next] == 0) {
+        grads.try_emplace(next);  // undefined if every path into it gave no gradient
+        ready.push_back(next);
+      }
+    }
+  }
+}
+
+}  // namespace sf

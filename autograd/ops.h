@@ -1,0 +1,122 @@
+// The op set: every differentiable operation on tensors.
+//
+// Each op is a free function here; its forward and backward live side by side in one file
+// (named below), as a struct derived from Node with a static `forward` and a `backward`, so
+// `break MatMul::backward` works in gdb. All ops run eagerly: the result is computed on the
+// line that calls them.
+//
+// Broadcasting follows NumPy: shapes align from the right, sizes must match or be 1.
+// Float ops accept float32 and float64 (both operands the same dtype).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "autograd/tensor.h"
+
+namespace sf {
+
+class Generator;
+
+// ---- ops_elementwise.cpp: binary ops with broadcasting ----
+Tensor add(const Tensor& a, const Tensor& b);  // a + b
+Tensor sub(const Tensor& a, const Tensor& b);  // a - b
+Tensor mul(const Tensor& a, const Tensor& b);  // a * b
+Tensor div(const Tensor& a, const Tensor& b);  // a / b
+// Scalar forms: the scalar becomes a 0-d tensor of a's dtype.
+Tensor add(const Tensor& a, double b);
+Tensor sub(const Tensor& a, double b);
+Tensor mul(const Tensor& a, double b);
+Tensor div(const Tensor& a, double b);
+
+// ---- ops_unary.cpp ----
+Tensor neg(const Tensor& x);
+Tensor pow(const Tensor& x, double exponent);  // x^p, scalar exponent
+Tensor exp(const Tensor& x);
+Tensor log(const Tensor& x);
+Tensor sqrt(const Tensor& x);
+Tensor tanh(const Tensor& x);
+Tensor relu(const Tensor& x);
+Tensor gelu(const Tensor& x);  // exact: x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2)), as torch's default
+Tensor sigmoid(const Tensor& x);
+
+// ---- ops_matmul.cpp ----
+// (..., M, K) @ (..., K, N) -> (..., M, N); batch dims broadcast. Both operands at least 2-D.
+// Uses cblas_sgemm / cblas_dgemm with transpose flags instead of copies where strides allow.
+Tensor matmul(const Tensor& a, const Tensor& b);
+// The naive reference: a triple loop over the same shapes (tests compare against it).
+Tensor matmul_naive(const Tensor& a, const Tensor& b);
+
+// ---- ops_reduce.cpp ----
+Tensor sum(const Tensor& x);  // all elements -> 0-d
+Tensor sum(const Tensor& x, const std::vector<std::int64_t>& dims, bool keepdim = false);
+Tensor mean(const Tensor& x);
+Tensor mean(const Tensor& x, const std::vector<std::int64_t>& dims, bool keepdim = false);
+Tensor max(const Tensor& x);  // all elements -> 0-d; the gradient goes to the first maximum
+Tensor max(const Tensor& x, const std::vector<std::int64_t>& dims, bool keepdim = false);
+// Sums a broadcast gradient back down to `shape` (the backward of broadcasting).
+Tensor sum_to(const Tensor& x, const Shape& shape);
+
+// ---- ops_softmax.cpp ----
+Tensor softmax(const Tensor& x, std::int64_t dim);      // stable: subtracts the row max
+Tensor log_softmax(const Tensor& x, std::int64_t dim);  // stable: x - max - log(sum(exp))
+
+// ---- ops_shape.cpp: views (no copy) and copies ----
+Tensor view(const Tensor& x, const Shape& shape);     // one size may be -1
+Tensor reshape(const Tensor& x, const Shape& shape);  // view if possible, else copy
+Tensor permute(const Tensor& x, const Shape& dims);
+Tensor transpose(const Tensor& x, std::int64_t d0, std::int64_t d1);
+Tensor narrow(const Tensor& x, std::int64_t dim, std::int64_t start, std::int64_t length);
+Tensor unsqueeze(const Tensor& x, std::int64_t dim);
+Tensor squeeze(const Tensor& x, std::int64_t dim);
+Tensor expand(const Tensor& x, const Shape& shape);  // broadcast view (stride 0)
+Tensor contiguous(const Tensor& x);                  // copy only if not row-major already
+Tensor clone(const Tensor& x);                       // always a fresh contiguous copy
+Tensor to_dtype(const Tensor& x, Dtype dtype);       // float<->float keeps the gradient
+Tensor cat(const std::vector<Tensor>& xs, std::int64_t dim);
+Tensor stack(const std::vector<Tensor>& xs, std::int64_t dim);
+
+// ---- ops_index.cpp ----
+// Rows of x along `dim` picked by int64 `index` (1-D). Backward: scatter-add.
+Tensor index_select(const Tensor& x, std::int64_t dim, const Tensor& index);
+// weight: (V, D), ids: int64 of any shape -> ids.shape + (D). Backward scatter-adds into the
+// rows; the row `padding_idx` (if >= 0) gets no gradient.
+Tensor embedding(const Tensor& weight, const Tensor& ids, std::int64_t padding_idx = -1);
+// out = mask ? value : x, mask (bool or any dtype, nonzero = true) broadcast to x's shape.
+Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);
+// out = cond ? a : b, all three broadcast together.
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+// Zeroes each element with probability p (mask drawn from gen), scales the rest by 1/(1-p).
+Tensor dropout(const Tensor& x, double p, Generator& gen);
+// Non-differentiable comparisons, giving bool tensors (for building masks).
+Tensor eq(const Tensor& a, double value);
+Tensor ne(const Tensor& a, double value);
+
+// ---- ops_norm.cpp: fused, forward and backward written out (as in llm.c) ----
+// Normalises over the last dim: (x - mean) / sqrt(var + eps) * weight + bias.
+// x: (..., D), weight, bias: (D); bias may be undefined.
+Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps = 1e-5);
+// x / sqrt(mean(x^2) + eps) * weight over the last dim.
+Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps = 1e-6);
+
+// ---- ops_loss.cpp: fused softmax + cross-entropy ----
+// logits: (N, V) float, targets: (N) int64. With label smoothing eps the target distribution
+// is (1 - eps) on the gold class plus eps / V on every class (as torch.nn.CrossEntropyLoss).
+// Positions whose target == ignore_index contribute nothing; the loss is the mean over the
+// others (0 if there are none).
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets, std::int64_t ignore_index = -100,
+                     double label_smoothing = 0.0);
+
+// ---- operators ----
+inline Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
+inline Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
+inline Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
+inline Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
+inline Tensor operator+(const Tensor& a, double b) { return add(a, b); }
+inline Tensor operator-(const Tensor& a, double b) { return sub(a, b); }
+inline Tensor operator*(const Tensor& a, double b) { return mul(a, b); }
+inline Tensor operator/(const Tensor& a, double b) { return div(a, b); }
+inline Tensor operator*(double a, const Tensor& b) { return mul(b, a); }
+inline Tensor operator-(const Tensor& x) { return neg(x); }
+
+}  // namespace sf

@@ -1,0 +1,15 @@
+// Thread control for OpenBLAS and the OpenMP loops in the kernels.
+//
+// The debug and asan presets build with SCRATCHFORMER_SINGLE_THREAD: everything runs on one
+// thread, so stepping in a debugger is deterministic and results are bit-reproducible.
+// Otherwise the count comes from SCRATCHFORMER_NUM_THREADS, or else all cores.
+#pragma once
+
+namespace sf {
+
+void set_num_threads(int n);  // OpenBLAS and OpenMP; n >= 1
+int num_threads();
+// Applies the build's and environment's choice; call once at program start.
+void init_threads();
+
+}  // namespace sf

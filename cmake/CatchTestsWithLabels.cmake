@@ -1,0 +1,17 @@
+# catch_discover_tests_with_labels(TARGET)
+#
+# Registers every Catch2 (v2) test case of TARGET with CTest, one CTest test per test case, and
+# turns its tags into CTest labels, so `ctest -L grad` runs one topic. (Debian's Catch2 v2
+# `catch_discover_tests` makes the tests but not the labels.) Discovery runs after each build:
+# the executable lists its tags, then the tests carrying each tag.
+function(catch_discover_tests_with_labels target)
+  set(out "${CMAKE_CURRENT_BINARY_DIR}/${target}_tests.cmake")
+  add_custom_command(TARGET ${target} POST_BUILD
+    COMMAND ${CMAKE_COMMAND}
+      -D "TEST_EXECUTABLE=$<TARGET_FILE:${target}>"
+      -D "TEST_WORKING_DIR=${CMAKE_CURRENT_BINARY_DIR}"
+      -D "CTEST_FILE=${out}"
+      -P "${PROJECT_SOURCE_DIR}/cmake/CatchListTests.cmake"
+    VERBATIM BYPRODUCTS "${out}")
+  set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES "${out}")
+endfunction()

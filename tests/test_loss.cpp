@@ -1,0 +1,2 @@
+// Placeholder: being written.
+#include "test_util.h"

@@ -1,0 +1,28 @@
+#include "nn/linear.h"
+
+#include <stdexcept>
+
+#include "autograd/ops.h"
+#include "nn/init.h"
+
+namespace sf::nn {
+
+Linear::Linear(std::int64_t in, std::int64_t out, Generator& gen, bool use_bias, Dtype dtype)
+    : in_features(in), out_features(out) {
+  if (in <= 0 || out <= 0)
+    throw std::invalid_argument("Linear: sizes must be positive, got in_features " + std::to_string(in) +
+                                ", out_features " + std::to_string(out));
+  weight = register_parameter("weight", xavier_uniform({out, in}, gen, dtype));
+  if (use_bias) bias = register_parameter("bias", zeros({out}, dtype));
+}
+
+Tensor Linear::forward(const Tensor& x) const {
+  if (x.dim() < 1 || x.size(-1) != in_features)
+    throw std::invalid_argument("Linear: expected input (..., " + std::to_string(in_features) + "), got " +
+                                shape_str(x.shape()));
+  Tensor y = matmul(x, weight.transpose(0, 1));  // (..., out): the transpose is a view, BLAS flips a flag
+  if (bias.defined()) y = add(y, bias);          // bias broadcasts over (...)
+  return y;
+}
+
+}  // namespace sf::nn

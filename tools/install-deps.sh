@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Scratchformer needs to build and test, skipping those already
+# installed (so a second run takes a moment). Uses sudo when not run as root.
+set -euo pipefail
+
+packages=(
+  g++ cmake make pkg-config          # toolchain
+  libopenblas-dev                    # matrix products (cblas_sgemm / cblas_dgemm)
+  libcli11-dev                       # the command line
+  catch2                             # tests (Catch2 v2)
+  libsentencepiece-dev               # subword tokenisation
+  libtoml11-dev                      # config files
+  nlohmann-json3-dev                 # safetensors headers, test data
+  libfmt-dev                         # formatting
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

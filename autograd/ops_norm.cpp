@@ -1,2 +1,288 @@
-// Placeholder: being written.
+// Fused normalisation over the last dim: layer_norm and rms_norm, with forward and backward
+// written out row by row as in llm.c's layernorm_forward / layernorm_backward.
+//
+// Letters: D the normalised width (x's last dim); N the number of rows, every leading dim of x
+// flattened (x (B,T,D) is N = B*T rows of D). The kernels read x as a contiguous (N, D) array.
+//
+// Why fused: composed from primitives (mean, sub, pow, sqrt, div, mul, add) layer norm records
+// about ten nodes and keeps several (N, D) intermediates alive for backward; fused it saves x
+// and two numbers per row, and its backward is three short loops. The row statistics are
+// accumulated in double even for float32 (a sum of D squares loses digits in float).
+// tests/test_norm.cpp checks both ops against the same math composed from primitives.
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "autograd/kernels.h"
+#include "autograd/node.h"
 #include "autograd/ops.h"
+
+namespace sf {
+
+namespace {
+
+// x's shape without the last dim: the shape of the per-row statistics (mean, rstd, rrms).
+Shape row_shape(const Shape& x_shape) { return Shape(x_shape.begin(), x_shape.end() - 1); }
+
+// Checks x: (..., D) float with D >= 1, and eps >= 0.
+void check_norm_input(const Tensor& x, double eps, const char* op) {
+  check_float(x, op);
+  if (x.dim() < 1 || x.shape().back() < 1)
+    throw std::invalid_argument(std::string(op) + ": expected x of shape (..., D) with D >= 1, got " +
+                                shape_str(x.shape()));
+  if (!(eps >= 0))
+    throw std::invalid_argument(std::string(op) + ": expected eps >= 0, got " + std::to_string(eps));
+}
+
+// Checks that `param` (weight or bias) is (D) of x's dtype.
+void check_norm_param(const Tensor& x, const Tensor& param, const char* param_name, const char* op) {
+  const std::int64_t D = x.shape().back();
+  if (!param.defined())
+    throw std::invalid_argument(std::string(op) + ": " + param_name + " is undefined; expected a tensor of shape (D) = " +
+                                shape_str({D}) + " for x of shape " + shape_str(x.shape()));
+  if (param.shape() != Shape{D})
+    throw std::invalid_argument(std::string(op) + ": " + param_name + " must have shape (D) = " + shape_str({D}) +
+                                " to match the last dim of x " + shape_str(x.shape()) + ", got " + param_name +
+                                " of shape " + shape_str(param.shape()));
+  check_same_dtype(x, param, op);
+}
+
+// Converts double accumulators (one per column) to a (D) tensor of `dtype`.
+Tensor column_tensor(const std::vector<double>& values, Dtype dtype) {
+  return from_vector(values, Shape{static_cast<std::int64_t>(values.size())}, dtype);
+}
+
+// ---- layer norm kernels (the llm.c pair) ---------------------------------------------------
+
+// x: (N, D), weight: (D), bias: (D) or null -> out: (N, D), mean, rstd: (N)
+//   mean = sum_d x[d] / D,  var = sum_d (x[d] - mean)^2 / D  (biased, as torch),
+//   rstd = 1 / sqrt(var + eps),  xhat = (x - mean) * rstd,  out = xhat * weight + bias
+template <class T>
+void layernorm_forward(T* out, double* mean, double* rstd, const T* x, const T* weight, const T* bias,
+                       std::int64_t N, std::int64_t D, double eps) {
+#pragma omp parallel for if (N * D > 65536)
+  for (std::int64_t n = 0; n < N; ++n) {
+    const T* x_row = x + n * D;
+    double m = 0;
+    for (std::int64_t d = 0; d < D; ++d) m += x_row[d];
+    m /= static_cast<double>(D);
+    double var = 0;  // two passes: subtracting the mean first keeps the squares small
+    for (std::int64_t d = 0; d < D; ++d) {
+      const double diff = x_row[d] - m;
+      var += diff * diff;
+    }
+    var /= static_cast<double>(D);
+    const double s = 1.0 / std::sqrt(var + eps);
+    T* out_row = out + n * D;
+    for (std::int64_t d = 0; d < D; ++d) {
+      const double xhat = (x_row[d] - m) * s;
+      out_row[d] = static_cast<T>(xhat * weight[d] + (bias ? static_cast<double>(bias[d]) : 0.0));
+    }
+    mean[n] = m;
+    rstd[n] = s;
+  }
+}
+
+// dout, x: (N, D), weight: (D), mean, rstd: (N) -> dx: (N, D) (if not null),
+// dweight, dbias: (D) sums (if not null). With dxhat = dout * weight:
+//   dx = rstd * (dxhat - mean_d(dxhat) - xhat * mean_d(dxhat * xhat))
+//   dweight = sum_n dout * xhat,  dbias = sum_n dout
+// (the two means are the gradient through the row's mean and through its rstd).
+template <class T>
+void layernorm_backward(T* dx, double* dweight, double* dbias, const T* dout, const T* x, const T* weight,
+                        const double* mean, const double* rstd, std::int64_t N, std::int64_t D) {
+  if (dx) {
+#pragma omp parallel for if (N * D > 65536)
+    for (std::int64_t n = 0; n < N; ++n) {
+      const T* g_row = dout + n * D;
+      const T* x_row = x + n * D;
+      double dxhat_mean = 0, dxhat_xhat_mean = 0;
+      for (std::int64_t d = 0; d < D; ++d) {
+        const double xhat = (x_row[d] - mean[n]) * rstd[n];
+        const double dxhat = static_cast<double>(g_row[d]) * weight[d];
+        dxhat_mean += dxhat;
+        dxhat_xhat_mean += dxhat * xhat;
+      }
+      dxhat_mean /= static_cast<double>(D);
+      dxhat_xhat_mean /= static_cast<double>(D);
+      T* dx_row = dx + n * D;
+      for (std::int64_t d = 0; d < D; ++d) {
+        const double xhat = (x_row[d] - mean[n]) * rstd[n];
+        const double dxhat = static_cast<double>(g_row[d]) * weight[d];
+        dx_row[d] = static_cast<T>(rstd[n] * (dxhat - dxhat_mean - xhat * dxhat_xhat_mean));
+      }
+    }
+  }
+  if (dweight || dbias) {  // sums over rows: one thread, so the order (and result) is fixed
+    for (std::int64_t n = 0; n < N; ++n) {
+      const T* g_row = dout + n * D;
+      const T* x_row = x + n * D;
+      for (std::int64_t d = 0; d < D; ++d) {
+        if (dweight) dweight[d] += static_cast<double>(g_row[d]) * (x_row[d] - mean[n]) * rstd[n];
+        if (dbias) dbias[d] += g_row[d];
+      }
+    }
+  }
+}
+
+// ---- rms norm kernels ----------------------------------------------------------------------
+
+// x: (N, D), weight: (D) -> out: (N, D), rrms: (N)
+//   rrms = 1 / sqrt(sum_d x[d]^2 / D + eps),  out = x * rrms * weight
+template <class T>
+void rmsnorm_forward(T* out, double* rrms, const T* x, const T* weight, std::int64_t N, std::int64_t D, double eps) {
+#pragma omp parallel for if (N * D > 65536)
+  for (std::int64_t n = 0; n < N; ++n) {
+    const T* x_row = x + n * D;
+    double ms = 0;
+    for (std::int64_t d = 0; d < D; ++d) ms += static_cast<double>(x_row[d]) * x_row[d];
+    ms /= static_cast<double>(D);
+    const double r = 1.0 / std::sqrt(ms + eps);
+    T* out_row = out + n * D;
+    for (std::int64_t d = 0; d < D; ++d) out_row[d] = static_cast<T>(x_row[d] * r * weight[d]);
+    rrms[n] = r;
+  }
+}
+
+// dout, x: (N, D), weight: (D), rrms: (N) -> dx: (N, D) (if not null), dweight: (D) sum (if
+// not null). With xhat = x * rrms and dxhat = dout * weight:
+//   dx = rrms * (dxhat - xhat * mean_d(dxhat * xhat)),  dweight = sum_n dout * xhat
+// (d rrms / d x[j] = -rrms^3 x[j] / D gives the second term.)
+template <class T>
+void rmsnorm_backward(T* dx, double* dweight, const T* dout, const T* x, const T* weight, const double* rrms,
+                      std::int64_t N, std::int64_t D) {
+  if (dx) {
+#pragma omp parallel for if (N * D > 65536)
+    for (std::int64_t n = 0; n < N; ++n) {
+      const T* g_row = dout + n * D;
+      const T* x_row = x + n * D;
+      double dxhat_xhat_mean = 0;
+      for (std::int64_t d = 0; d < D; ++d)
+        dxhat_xhat_mean += static_cast<double>(g_row[d]) * weight[d] * x_row[d] * rrms[n];
+      dxhat_xhat_mean /= static_cast<double>(D);
+      T* dx_row = dx + n * D;
+      for (std::int64_t d = 0; d < D; ++d) {
+        const double xhat = x_row[d] * rrms[n];
+        const double dxhat = static_cast<double>(g_row[d]) * weight[d];
+        dx_row[d] = static_cast<T>(rrms[n] * (dxhat - xhat * dxhat_xhat_mean));
+      }
+    }
+  }
+  if (dweight) {  // sum over rows on one thread: fixed order
+    for (std::int64_t n = 0; n < N; ++n)
+      for (std::int64_t d = 0; d < D; ++d)
+        dweight[d] += static_cast<double>(dout[n * D + d]) * x[n * D + d] * rrms[n];
+  }
+}
+
+}  // namespace
+
+// ---- LayerNorm ------------------------------------------------------------------------------
+// x: (..., D), weight: (D), bias: (D) or undefined -> out: (..., D)
+// Saves: x (contiguous, detached), weight, and per row mean and rstd (float64, shape x.shape
+// without the last dim), so backward never recomputes the statistics.
+struct LayerNorm final : Node {
+  Tensor x;       // (..., D)
+  Tensor weight;  // (D)
+  Tensor mean;    // (...) float64
+  Tensor rstd;    // (...) float64: 1 / sqrt(var + eps)
+  const char* name() const override { return "LayerNorm"; }
+
+  static Tensor forward(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
+    check_norm_input(x, eps, "layer_norm");
+    check_norm_param(x, weight, "weight", "layer_norm");
+    if (bias.defined()) check_norm_param(x, bias, "bias", "layer_norm");
+    const std::int64_t D = x.shape().back(), N = x.numel() / D;
+    Tensor xc = contiguous(x.detach()), wc = contiguous(weight.detach());
+    Tensor bc = bias.defined() ? contiguous(bias.detach()) : Tensor();
+    Tensor out = empty(x.shape(), x.dtype());
+    Tensor mean = empty(row_shape(x.shape()), Dtype::Float64), rstd = empty(row_shape(x.shape()), Dtype::Float64);
+    dispatch_float(x.dtype(), "layer_norm", [&](auto tag) {
+      using T = decltype(tag);
+      layernorm_forward<T>(out.data<T>(), mean.data<double>(), rstd.data<double>(), xc.data<T>(), wc.data<T>(),
+                           bc.defined() ? bc.data<T>() : nullptr, N, D, eps);
+    });
+    if (any_requires_grad({&x, &weight, &bias})) {
+      auto node = std::make_shared<LayerNorm>();
+      node->x = xc;
+      node->weight = wc;
+      node->mean = mean;
+      node->rstd = rstd;
+      connect(node, {&x, &weight, &bias}, out);
+    }
+    return out;
+  }
+
+  std::vector<Tensor> backward(const Tensor& grad_out) override {
+    const std::int64_t D = x.shape().back(), N = x.numel() / D;
+    Tensor g = contiguous(grad_out);
+    Tensor grad_x = needs_input_grad(0) ? empty(x.shape(), x.dtype()) : Tensor();
+    std::vector<double> grad_w(needs_input_grad(1) ? D : 0, 0.0), grad_b(needs_input_grad(2) ? D : 0, 0.0);
+    dispatch_float(x.dtype(), "layer_norm backward", [&](auto tag) {
+      using T = decltype(tag);
+      layernorm_backward<T>(grad_x.defined() ? grad_x.data<T>() : nullptr, grad_w.empty() ? nullptr : grad_w.data(),
+                            grad_b.empty() ? nullptr : grad_b.data(), g.data<T>(), x.data<T>(), weight.data<T>(),
+                            mean.data<double>(), rstd.data<double>(), N, D);
+    });
+    return {grad_x, grad_w.empty() ? Tensor() : column_tensor(grad_w, x.dtype()),
+            grad_b.empty() ? Tensor() : column_tensor(grad_b, x.dtype())};
+  }
+
+  void release_saved() override { x = weight = mean = rstd = Tensor(); }
+};
+
+// ---- RMSNorm --------------------------------------------------------------------------------
+// x: (..., D), weight: (D) -> out: (..., D)
+// Saves: x (contiguous, detached), weight, and per row rrms = 1 / sqrt(mean(x^2) + eps)
+// (float64, shape x.shape without the last dim).
+struct RMSNorm final : Node {
+  Tensor x;       // (..., D)
+  Tensor weight;  // (D)
+  Tensor rrms;    // (...) float64
+  const char* name() const override { return "RMSNorm"; }
+
+  static Tensor forward(const Tensor& x, const Tensor& weight, double eps) {
+    check_norm_input(x, eps, "rms_norm");
+    check_norm_param(x, weight, "weight", "rms_norm");
+    const std::int64_t D = x.shape().back(), N = x.numel() / D;
+    Tensor xc = contiguous(x.detach()), wc = contiguous(weight.detach());
+    Tensor out = empty(x.shape(), x.dtype());
+    Tensor rrms = empty(row_shape(x.shape()), Dtype::Float64);
+    dispatch_float(x.dtype(), "rms_norm", [&](auto tag) {
+      using T = decltype(tag);
+      rmsnorm_forward<T>(out.data<T>(), rrms.data<double>(), xc.data<T>(), wc.data<T>(), N, D, eps);
+    });
+    if (any_requires_grad({&x, &weight})) {
+      auto node = std::make_shared<RMSNorm>();
+      node->x = xc;
+      node->weight = wc;
+      node->rrms = rrms;
+      connect(node, {&x, &weight}, out);
+    }
+    return out;
+  }
+
+  std::vector<Tensor> backward(const Tensor& grad_out) override {
+    const std::int64_t D = x.shape().back(), N = x.numel() / D;
+    Tensor g = contiguous(grad_out);
+    Tensor grad_x = needs_input_grad(0) ? empty(x.shape(), x.dtype()) : Tensor();
+    std::vector<double> grad_w(needs_input_grad(1) ? D : 0, 0.0);
+    dispatch_float(x.dtype(), "rms_norm backward", [&](auto tag) {
+      using T = decltype(tag);
+      rmsnorm_backward<T>(grad_x.defined() ? grad_x.data<T>() : nullptr, grad_w.empty() ? nullptr : grad_w.data(),
+                          g.data<T>(), x.data<T>(), weight.data<T>(), rrms.data<double>(), N, D);
+    });
+    return {grad_x, grad_w.empty() ? Tensor() : column_tensor(grad_w, x.dtype())};
+  }
+
+  void release_saved() override { x = weight = rrms = Tensor(); }
+};
+
+Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
+  return LayerNorm::forward(x, weight, bias, eps);
+}
+
+Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps) { return RMSNorm::forward(x, weight, eps); }
+
+}  // namespace sf

@@ -223,6 +223,7 @@ template <class T> std::vector<T> Tensor::to_vector() const {
 template std::vector<float> Tensor::to_vector<float>() const;
 template std::vector<double> Tensor::to_vector<double>() const;
 template std::vector<std::int64_t> Tensor::to_vector<std::int64_t>() const;
+template std::vector<bool> Tensor::to_vector<bool>() const;
 
 // ---------------------------------------------------------------- autograd accessors
 

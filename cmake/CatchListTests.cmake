@@ -55,8 +55,11 @@ endforeach()
 
 foreach(name IN LISTS all_names)
   escape_name("${name}" spec)
-  string(REPLACE "\"" "\\\"" quoted "${name}")
-  string(REPLACE "\"" "\\\"" spec_q "${spec}")
+  # inside a quoted CMake argument, backslashes and quotes need one more backslash
+  string(REPLACE "\\" "\\\\" quoted "${name}")
+  string(REPLACE "\"" "\\\"" quoted "${quoted}")
+  string(REPLACE "\\" "\\\\" spec_q "${spec}")
+  string(REPLACE "\"" "\\\"" spec_q "${spec_q}")
   string(APPEND script "add_test(\"${quoted}\" \"${TEST_EXECUTABLE}\" \"${spec_q}\")\n")
   string(APPEND script "set_tests_properties(\"${quoted}\" PROPERTIES WORKING_DIRECTORY \"${TEST_WORKING_DIR}\"")
   if(labels_${name})

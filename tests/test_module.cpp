@@ -93,7 +93,7 @@ TEST_CASE("Linear computes x W^T + b", "[module][linear]") {
   REQUIRE_THROWS_WITH(lin.forward(ones({4, 5}, Dtype::Float64)), Contains("(..., 3)") && Contains("(4, 5)"));
 }
 
-TEST_CASE("Linear gradcheck for input, weight and bias", "[module][linear][grad]") {
+TEST_CASE("Linear gradcheck for input and weight and bias", "[module][linear][grad]") {
   Generator gen(4);
   Linear lin(3, 2, gen, true, Dtype::Float64);
   Tensor x = test::grad_input({2, 5, 3}, gen);

@@ -1,0 +1,208 @@
+// Attention: see attention.h for the math and the conventions (masks: TRUE = BLOCKED).
+//
+// Letters: B batch, S source length, Tq query length, Tk key length, D d_model, H query heads,
+// Hkv key/value heads, G = H / Hkv, Dh head width.
+//
+// Everything here is composed from autograd ops (matmul, masked_fill, softmax, ...), so the
+// backward needs no code of its own: the tests check it against finite differences.
+#include "nn/attention.h"
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "autograd/ops.h"
+#include "nn/relative_positions.h"
+
+namespace sf::nn {
+
+namespace {
+
+// Throws unless t (a mask or bias) broadcasts to the scores' shape (B,H,Tq,Tk).
+void check_broadcasts_to_scores(const Tensor& t, const Shape& scores, const char* what, const char* op) {
+  bool ok = t.dim() <= static_cast<std::int64_t>(scores.size());
+  for (std::int64_t i = 1; ok && i <= t.dim(); ++i) {
+    const std::int64_t have = t.shape()[t.dim() - i], want = scores[scores.size() - i];
+    ok = have == 1 || have == want;
+  }
+  if (!ok)
+    throw std::invalid_argument(std::string(op) + ": " + what + " of shape " + shape_str(t.shape()) +
+                                " does not broadcast to the scores' shape (B,H,Tq,Tk) = " + shape_str(scores));
+}
+
+// q: (B,H,Tq,Dh), k: (B,H,Tk,Dh) -> (B,H,Tq,Tk); `op` names the caller in errors.
+Tensor weights_of(const Tensor& q, const Tensor& k, const Tensor& mask, const Tensor& bias, const char* op) {
+  if (q.dim() != 4 || k.dim() != 4 || q.size(0) != k.size(0) || q.size(1) != k.size(1) || q.size(3) != k.size(3))
+    throw std::invalid_argument(std::string(op) + ": expected q (B,H,Tq,Dh) and k (B,H,Tk,Dh) with the same B, H, "
+                                "Dh, got q " + shape_str(q.shape()) + " and k " + shape_str(k.shape()));
+  const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(3)));
+  Tensor scores = mul(matmul(q, transpose(k, -2, -1)), scale);  // (B,H,Tq,Tk); k^T is a view
+  if (bias.defined()) {
+    check_broadcasts_to_scores(bias, scores.shape(), "bias", op);
+    scores = add(scores, bias);
+  }
+  if (mask.defined()) {
+    if (mask.dtype() != Dtype::Bool)
+      throw std::invalid_argument(std::string(op) + ": expected a bool mask (TRUE = BLOCKED), got " +
+                                  dtype_name(mask.dtype()) + " of shape " + shape_str(mask.shape()));
+    check_broadcasts_to_scores(mask, scores.shape(), "mask", op);
+    scores = masked_fill(scores, mask, -std::numeric_limits<double>::infinity());
+  }
+  return softmax(scores, -1);  // all -inf rows (every key blocked) give zeros, not NaN
+}
+
+// x: (B,T,n*Dh) -> (B,n,T,Dh), a view (one head per slice along dim 1).
+Tensor split_heads(const Tensor& x, std::int64_t n, std::int64_t head_dim) {
+  return transpose(reshape(x, {x.size(0), x.size(1), n, head_dim}), 1, 2);
+}
+
+// x: (B,Hkv,Tk,Dh) -> (B,Hkv*G,Tk,Dh): query head h reads k/v head h / G. G = 1 (classic
+// multi-head attention) returns x itself; otherwise expand makes G stride-0 views of each head
+// and reshape copies them into the (B,H,Tk,Dh) layout matmul needs.
+Tensor repeat_kv_heads(const Tensor& x, std::int64_t groups) {
+  if (groups == 1) return x;
+  const Shape& s = x.shape();
+  const Tensor grouped = expand(unsqueeze(x, 2), {s[0], s[1], groups, s[2], s[3]});  // (B,Hkv,G,Tk,Dh)
+  return reshape(grouped, {s[0], s[1] * groups, s[2], s[3]});
+}
+
+std::string head_layout_str(std::int64_t d_model, std::int64_t n_heads) {
+  return "d_model " + std::to_string(d_model) + " / n_heads " + std::to_string(n_heads);
+}
+
+}  // namespace
+
+// -> bool (Tq, Tk)
+Tensor causal_mask(std::int64_t t_q, std::int64_t t_k, std::int64_t q_start) {
+  if (t_q < 0 || t_k < 0 || q_start < 0)
+    throw std::invalid_argument("causal_mask: expected t_q, t_k, q_start >= 0, got t_q " + std::to_string(t_q) +
+                                ", t_k " + std::to_string(t_k) + ", q_start " + std::to_string(q_start));
+  std::vector<bool> blocked(t_q * t_k);
+  for (std::int64_t i = 0; i < t_q; ++i)
+    for (std::int64_t j = 0; j < t_k; ++j) blocked[i * t_k + j] = j > q_start + i;
+  return from_vector<bool>(blocked, {t_q, t_k});
+}
+
+// ids: (B,S) int64 -> bool (B,1,1,S)
+Tensor padding_mask(const Tensor& ids, std::int64_t pad_id) {
+  if (ids.dim() != 2 || ids.dtype() != Dtype::Int64)
+    throw std::invalid_argument("padding_mask: expected int64 ids of shape (B,S), got " +
+                                std::string(dtype_name(ids.dtype())) + " " + shape_str(ids.shape()));
+  return reshape(eq(ids, static_cast<double>(pad_id)), {ids.size(0), 1, 1, ids.size(1)});
+}
+
+// q: (B,H,Tq,Dh), k: (B,H,Tk,Dh) -> (B,H,Tq,Tk)
+Tensor attention_weights(const Tensor& q, const Tensor& k, const Tensor& mask, const Tensor& bias) {
+  return weights_of(q, k, mask, bias, "attention_weights");
+}
+
+// q: (B,H,Tq,Dh), k, v: (B,H,Tk,Dh) -> (B,H,Tq,Dh)
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
+                                    const Tensor& bias, Tensor* weights_out) {
+  const char* op = "scaled_dot_product_attention";
+  if (v.dim() != 4 || k.dim() != 4 || v.size(0) != k.size(0) || v.size(1) != k.size(1) || v.size(2) != k.size(2))
+    throw std::invalid_argument(std::string(op) + ": expected k and v of shape (B,H,Tk,Dh) with the same B, H, Tk, "
+                                "got k " + shape_str(k.shape()) + " and v " + shape_str(v.shape()));
+  const Tensor weights = weights_of(q, k, mask, bias, op);  // (B,H,Tq,Tk)
+  if (weights_out) *weights_out = weights;
+  return matmul(weights, v);  // (B,H,Tq,Tk) @ (B,H,Tk,Dh) -> (B,H,Tq,Dh)
+}
+
+MultiHeadAttention::MultiHeadAttention(std::int64_t d_model_, std::int64_t n_heads_, std::int64_t n_kv_heads_,
+                                       double dropout_, PositionInAttention pos_, Generator& init_gen,
+                                       Generator& dropout_gen, Dtype dtype)
+    : d_model(d_model_), n_heads(n_heads_), n_kv_heads(n_kv_heads_), head_dim(0), dropout(dropout_), pos(pos_),
+      dropout_gen_(&dropout_gen) {
+  if (d_model <= 0 || n_heads <= 0 || n_kv_heads <= 0)
+    throw std::invalid_argument("MultiHeadAttention: d_model, n_heads and n_kv_heads must be positive, got d_model " +
+                                std::to_string(d_model) + ", n_heads " + std::to_string(n_heads) +
+                                ", n_kv_heads " + std::to_string(n_kv_heads));
+  if (d_model % n_heads != 0)
+    throw std::invalid_argument("MultiHeadAttention: d_model " + std::to_string(d_model) +
+                                " is not divisible by n_heads " + std::to_string(n_heads));
+  if (n_heads % n_kv_heads != 0)
+    throw std::invalid_argument("MultiHeadAttention: n_heads " + std::to_string(n_heads) +
+                                " is not divisible by n_kv_heads " + std::to_string(n_kv_heads) +
+                                " (each k/v head must serve the same number of query heads)");
+  head_dim = d_model / n_heads;
+  if (pos == PositionInAttention::RoPE && head_dim % 2 != 0)
+    throw std::invalid_argument("MultiHeadAttention: RoPE needs an even head width, got Dh = " +
+                                std::to_string(head_dim) + " (" + head_layout_str(d_model, n_heads) + ")");
+  if (!(dropout >= 0 && dropout < 1))  // written so that NaN fails too
+    throw std::invalid_argument("MultiHeadAttention: dropout must be in [0, 1), got " + std::to_string(dropout));
+
+  q_proj = register_module("q_proj", std::make_shared<Linear>(d_model, n_heads * head_dim, init_gen, true, dtype));
+  k_proj = register_module("k_proj", std::make_shared<Linear>(d_model, n_kv_heads * head_dim, init_gen, true, dtype));
+  v_proj = register_module("v_proj", std::make_shared<Linear>(d_model, n_kv_heads * head_dim, init_gen, true, dtype));
+  out_proj = register_module("out_proj", std::make_shared<Linear>(n_heads * head_dim, d_model, init_gen, true, dtype));
+}
+
+// x_q: (B,Tq,D), x_kv: (B,Tk,D) -> (B,Tq,D)
+Tensor MultiHeadAttention::forward(const Tensor& x_q, const Tensor& x_kv, const Tensor& mask, KVCache* cache,
+                                   std::int64_t q_start, bool causal_positions) const {
+  if (x_q.dim() != 3 || x_q.size(2) != d_model)
+    throw std::invalid_argument("MultiHeadAttention: expected x_q of shape (B,Tq," + std::to_string(d_model) +
+                                "), got " + shape_str(x_q.shape()));
+  if (q_start < 0)
+    throw std::invalid_argument("MultiHeadAttention: q_start must be >= 0, got " + std::to_string(q_start));
+  const std::int64_t batch = x_q.size(0), t_q = x_q.size(1);
+  const bool rope = pos == PositionInAttention::RoPE;
+
+  // Queries: (B,Tq,D) -> (B,H,Tq,Dh), rotated to positions q_start.. under RoPE.
+  Tensor q = split_heads(q_proj->forward(x_q), n_heads, head_dim);
+  if (rope) q = apply_rope(q, q_start);
+
+  // Keys and values: (B,Hkv,Tk,Dh), from the cache and/or projected from x_kv.
+  Tensor k, v;
+  if (cache && cache->is_static && cache->length() > 0) {  // cross-attention, already filled
+    if (cache->k.size(0) != batch)
+      throw std::invalid_argument("MultiHeadAttention: static cache holds batch " + std::to_string(cache->k.size(0)) +
+                                  " but x_q has batch " + std::to_string(batch));
+    k = cache->k;
+    v = cache->v;
+  } else {
+    if (!x_kv.defined() || x_kv.dim() != 3 || x_kv.size(0) != batch || x_kv.size(2) != d_model)
+      throw std::invalid_argument("MultiHeadAttention: expected x_kv of shape (" + std::to_string(batch) + ",Tk," +
+                                  std::to_string(d_model) + ") to match x_q " + shape_str(x_q.shape()) + ", got " +
+                                  (x_kv.defined() ? shape_str(x_kv.shape()) : std::string("an undefined tensor")));
+    k = split_heads(k_proj->forward(x_kv), n_kv_heads, head_dim);
+    v = split_heads(v_proj->forward(x_kv), n_kv_heads, head_dim);
+    const bool appending = cache && !cache->is_static;
+    // The new keys follow the cached ones: positions cache length .. (0 without a cache).
+    if (rope) k = apply_rope(k, appending ? cache->length() : 0);
+    if (appending && cache->length() > 0) {
+      if (cache->k.size(0) != batch || cache->k.size(1) != n_kv_heads || cache->k.size(3) != head_dim)
+        throw std::invalid_argument("MultiHeadAttention: cache holds k of shape " + shape_str(cache->k.shape()) +
+                                    ", expected (" + std::to_string(batch) + "," + std::to_string(n_kv_heads) +
+                                    ",T," + std::to_string(head_dim) + ")");
+      k = cat({cache->k, k}, 2);  // (B,Hkv,T_cached+Tk,Dh)
+      v = cat({cache->v, v}, 2);
+    }
+    if (cache) {  // append (self-attention) or prefill (an empty static cache)
+      cache->k = k;
+      cache->v = v;
+    }
+  }
+  const std::int64_t t_k = k.size(2);
+
+  // GQA/MQA: each group of G = H/Hkv query heads shares one k/v head.
+  const std::int64_t groups = n_heads / n_kv_heads;
+  const Tensor k_heads = repeat_kv_heads(k, groups);  // (B,H,Tk,Dh)
+  const Tensor v_heads = repeat_kv_heads(v, groups);  // (B,H,Tk,Dh)
+
+  Tensor bias;  // (H,Tq,Tk) under ALiBi
+  if (pos == PositionInAttention::ALiBi) bias = alibi_bias(n_heads, t_q, t_k, q_start, causal_positions, x_q.dtype());
+
+  Tensor weights = weights_of(q, k_heads, mask, bias, "MultiHeadAttention");  // (B,H,Tq,Tk)
+  if (capture_weights) last_weights = weights.detach();
+  if (is_training() && dropout > 0) weights = sf::dropout(weights, dropout, *dropout_gen_);
+  const Tensor heads = matmul(weights, v_heads);  // (B,H,Tq,Dh)
+
+  // Concatenate the heads: (B,H,Tq,Dh) -> (B,Tq,H,Dh) -> (B,Tq,H*Dh), then mix them.
+  const Tensor merged = reshape(transpose(heads, 1, 2), {batch, t_q, n_heads * head_dim});
+  return out_proj->forward(merged);
+}
+
+}  // namespace sf::nn

@@ -1,0 +1,112 @@
+// Attention: masks, scaled dot-product attention, and the multi-head attention module with
+// grouped key/value heads, RoPE or ALiBi positions, and a key/value cache for decoding.
+//
+// Letters: B batch, S source length, T target length, Tq query length, Tk key length,
+// D d_model, H query heads, Hkv key/value heads, G = H / Hkv query heads per k/v head,
+// Dh head width (D / H).
+//
+// Masks everywhere are bool tensors where TRUE = BLOCKED (the key is masked out), broadcastable
+// to the scores' shape (B,H,Tq,Tk): a causal mask is (Tq,Tk), a padding mask (B,1,1,S).
+//
+// The attention of Vaswani et al. (2017), one head:
+//   scores  = q k^T / sqrt(Dh) + bias          (Tq, Tk): how well query i matches key j
+//   weights = softmax over j of scores, with blocked entries set to -inf first (weight 0)
+//   out     = weights v                        (Tq, Dh): a weighted average of the values
+// Dividing by sqrt(Dh) keeps the scores' variance near 1 for unit-variance q and k, so the
+// softmax does not saturate as Dh grows.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "autograd/generator.h"
+#include "nn/linear.h"
+#include "nn/module.h"
+
+namespace sf::nn {
+
+// -> bool (Tq, Tk), TRUE = BLOCKED where key position j > query position q_start + i (a query
+// may look at itself and the past, never the future). q_start: position of the first query
+// (non-zero when decoding with a cache: the keys then span positions 0..Tk-1).
+Tensor causal_mask(std::int64_t t_q, std::int64_t t_k, std::int64_t q_start = 0);
+
+// ids: (B,S) int64 -> bool (B,1,1,S), TRUE = BLOCKED where ids == pad_id: no query attends to a
+// padding key. Broadcasts over heads and queries.
+Tensor padding_mask(const Tensor& ids, std::int64_t pad_id);
+
+// q: (B,H,Tq,Dh), k: (B,H,Tk,Dh) -> weights (B,H,Tq,Tk):
+//   softmax_j(masked_fill(q k^T / sqrt(Dh) + bias, mask, -inf)).
+// mask: bool, broadcastable to (B,H,Tq,Tk), or undefined; bias: float, broadcastable to
+// (B,H,Tq,Tk) (e.g. ALiBi's (H,Tq,Tk)), or undefined. Each row sums to 1 and blocked entries
+// are exactly 0; a row whose keys are all blocked is all zeros (see ops_softmax.cpp).
+Tensor attention_weights(const Tensor& q, const Tensor& k, const Tensor& mask = Tensor(),
+                         const Tensor& bias = Tensor());
+
+// q: (B,H,Tq,Dh), k, v: (B,H,Tk,Dh) -> (B,H,Tq,Dh) = attention_weights(q, k, mask, bias) v.
+// A query whose keys are all blocked outputs zeros. weights_out (if given) receives the
+// weights (B,H,Tq,Tk), still part of the graph.
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                    const Tensor& mask = Tensor(), const Tensor& bias = Tensor(),
+                                    Tensor* weights_out = nullptr);
+
+// Keys and values kept between decoding steps, so each step projects only its new token.
+//   self-attention (is_static = false): every forward appends its new k/v (cat along T);
+//     attention then runs over the whole cache. The cache spans positions 0..length()-1.
+//   cross-attention (is_static = true): filled once from the encoder output (the first
+//     forward), then reused unchanged; the encoder output is not projected again.
+// Decode under NoGradGuard: with grad mode on, the cached tensors keep their graph alive.
+struct KVCache {
+  Tensor k, v;             // (B,Hkv,T_cached,Dh), after RoPE; undefined while empty
+  bool is_static = false;  // cross-attention: filled once (prefill) and reused
+  std::int64_t length() const { return k.defined() ? k.size(2) : 0; }  // T_cached
+  void reset() { k = Tensor(); v = Tensor(); }  // empty it (keeps is_static)
+};
+
+// How positions enter the attention layer (beyond what the embeddings already carry).
+enum class PositionInAttention {
+  None,   // nothing here: positions come from the sinusoidal/learned encoding (the paper)
+  RoPE,   // rotate q and k by their positions (apply_rope)
+  ALiBi,  // add a distance bias to the scores (alibi_bias)
+};
+
+class MultiHeadAttention : public Module {
+ public:
+  // d_model D, n_heads H (D % H == 0, Dh = D / H), n_kv_heads Hkv (H % Hkv == 0: Hkv = H is
+  // classic multi-head attention, 1 < Hkv < H grouped-query attention (GQA), Hkv = 1 multi-query
+  // attention (MQA)); dropout: probability on the attention weights while training.
+  // init_gen initialises the projections; dropout_gen (not owned, must outlive the module)
+  // draws the dropout masks.
+  MultiHeadAttention(std::int64_t d_model, std::int64_t n_heads, std::int64_t n_kv_heads, double dropout,
+                     PositionInAttention pos, Generator& init_gen, Generator& dropout_gen,
+                     Dtype dtype = Dtype::Float32);
+  const char* type_name() const override { return "MultiHeadAttention"; }
+
+  // x_q: (B,Tq,D), x_kv: (B,Tk,D) -> (B,Tq,D)
+  // Self-attention passes x_kv = x_q; cross-attention passes the encoder output as x_kv.
+  // mask: bool, TRUE = BLOCKED, broadcastable to (B,H,Tq,Tk) where Tk counts the cached keys
+  // too; undefined for none.
+  // cache: see KVCache. With a filled static cache x_kv is not used (it may be undefined).
+  // Positions: query i sits at q_start + i; the keys (cache first, then the new ones) at
+  // 0..Tk-1. RoPE rotates q and the new k at those positions; ALiBi uses them for its bias,
+  // the causal form (signed distance) when causal_positions, the symmetric |distance| otherwise.
+  Tensor forward(const Tensor& x_q, const Tensor& x_kv, const Tensor& mask, KVCache* cache = nullptr,
+                 std::int64_t q_start = 0, bool causal_positions = false) const;
+
+  std::int64_t d_model, n_heads, n_kv_heads, head_dim;
+  double dropout;
+  PositionInAttention pos;
+  std::shared_ptr<Linear> q_proj;    // D -> H*Dh
+  std::shared_ptr<Linear> k_proj;    // D -> Hkv*Dh
+  std::shared_ptr<Linear> v_proj;    // D -> Hkv*Dh
+  std::shared_ptr<Linear> out_proj;  // H*Dh -> D
+
+  // For visualisation: when set, forward stores its attention weights (before dropout,
+  // detached) in last_weights, (B,H,Tq,Tk).
+  bool capture_weights = false;
+  mutable Tensor last_weights;
+
+ private:
+  Generator* dropout_gen_;  // not owned
+};
+
+}  // namespace sf::nn

@@ -1,0 +1,181 @@
+#include "nn/seq2seq.h"
+
+#include <cmath>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+#include "autograd/ops.h"
+#include "nn/attention.h"
+#include "nn/positional.h"
+
+namespace sf::nn {
+
+// Letters: B batch, S source length, T target length, D d_model, Hkv key/value heads,
+// Dh head width, V target vocabulary.
+
+// ---- DecoderCache ------------------------------------------------------------------------
+
+namespace {
+
+// k/v: (B,Hkv,T,Dh) -> (B',Hkv,T,Dh), rows batch_indices; an empty cache stays empty.
+void reorder_kv(KVCache& cache, const Tensor& batch_indices) {
+  if (!cache.k.defined()) return;
+  cache.k = index_select(cache.k, 0, batch_indices);
+  cache.v = index_select(cache.v, 0, batch_indices);
+}
+
+}  // namespace
+
+void DecoderCache::reorder(const Tensor& batch_indices) {
+  if (batch_indices.dim() != 1 || batch_indices.dtype() != Dtype::Int64)
+    throw std::invalid_argument("DecoderCache::reorder: expected int64 batch indices of shape (B'), got " +
+                                std::string(dtype_name(batch_indices.dtype())) + " " +
+                                shape_str(batch_indices.shape()));
+  for (LayerCache& layer : layers) {
+    reorder_kv(layer.self, batch_indices);
+    reorder_kv(layer.cross, batch_indices);
+  }
+}
+
+// ---- Seq2SeqTransformer ------------------------------------------------------------------
+
+namespace {
+
+// The absolute positional encoding chosen by the config, or null for rope/alibi.
+std::shared_ptr<Module> make_positions(const ModelConfig& cfg, Generator& init_gen, Dtype dtype) {
+  switch (cfg.positional) {
+    case PositionalKind::Sinusoidal: return std::make_shared<SinusoidalPositional>(cfg.max_len, cfg.d_model, dtype);
+    case PositionalKind::Learned: return std::make_shared<LearnedPositional>(cfg.max_len, cfg.d_model, init_gen, dtype);
+    default: return nullptr;  // RoPE, ALiBi: inside self-attention
+  }
+}
+
+// x: (B,T,D) -> x + PE[start_pos .. start_pos+T-1] through a module made by make_positions.
+Tensor add_positions(const Module& positions, const Tensor& x, std::int64_t start_pos) {
+  if (const auto* sin = dynamic_cast<const SinusoidalPositional*>(&positions)) return sin->forward(x, start_pos);
+  if (const auto* learned = dynamic_cast<const LearnedPositional*>(&positions))
+    return learned->forward(x, start_pos);
+  throw std::invalid_argument(std::string("Seq2SeqTransformer: unexpected positional module ") +
+                              positions.type_name());
+}
+
+// The config itself, after validate() (so the constructor checks it before anything else).
+const ModelConfig& validated(const ModelConfig& cfg) {
+  cfg.validate();
+  return cfg;
+}
+
+// One line per module, indented by depth: "encoder (Encoder): 1234 parameters".
+void summarize(const Module& m, const std::string& name, int depth, std::ostringstream& out) {
+  out << std::string(2 * depth, ' ') << name << " (" << m.type_name() << "): " << m.parameter_count()
+      << " parameters\n";
+  for (const auto& [child_name, child] : m.children()) summarize(*child, child_name, depth + 1, out);
+}
+
+}  // namespace
+
+Seq2SeqTransformer::Seq2SeqTransformer(const ModelConfig& cfg, Generator& init_gen, Dtype dtype)
+    : cfg_(validated(cfg)), dropout_gen_(init_gen.next_u64()) {
+  // Parameters are drawn in this order: embeddings, positions, encoder, decoder, output.
+  src_embed = register_module("src_embed",
+                              std::make_shared<Embedding>(cfg.src_vocab, cfg.d_model, init_gen, cfg.pad_id, dtype));
+  tgt_embed = cfg.share_embeddings
+                  ? src_embed  // one table; named_parameters lists it once, as src_embed.weight
+                  : std::make_shared<Embedding>(cfg.tgt_vocab, cfg.d_model, init_gen, cfg.pad_id, dtype);
+  register_module("tgt_embed", tgt_embed);
+  src_pos = make_positions(cfg, init_gen, dtype);
+  tgt_pos = make_positions(cfg, init_gen, dtype);
+  if (src_pos) register_module("src_pos", src_pos);
+  if (tgt_pos) register_module("tgt_pos", tgt_pos);
+  encoder = register_module("encoder", std::make_shared<Encoder>(cfg, init_gen, dropout_gen_, dtype));
+  decoder = register_module("decoder", std::make_shared<Decoder>(cfg, init_gen, dropout_gen_, dtype));
+  if (!cfg.tie_output)
+    output_proj = register_module("output_proj",
+                                  std::make_shared<Linear>(cfg.d_model, cfg.tgt_vocab, init_gen, false, dtype));
+  dropout = register_module("dropout", std::make_shared<Dropout>(cfg.dropout, dropout_gen_));
+}
+
+void Seq2SeqTransformer::check_ids(const char* what, const Tensor& ids) const {
+  if (!ids.defined() || ids.dim() != 2 || ids.dtype() != Dtype::Int64)
+    throw std::invalid_argument(std::string("Seq2SeqTransformer: expected ") + what +
+                                " token ids of shape (B,T) and dtype int64, got " +
+                                (ids.defined() ? std::string(dtype_name(ids.dtype())) + " " + shape_str(ids.shape())
+                                               : std::string("an undefined tensor")));
+}
+
+// ids: (B,T) int64 -> (B,T,D)
+Tensor Seq2SeqTransformer::embed(const Embedding& table, const Module* positions, const Tensor& ids,
+                                 std::int64_t start_pos) const {
+  Tensor x = mul(table.forward(ids), std::sqrt(static_cast<double>(cfg_.d_model)));  // (B,T,D)
+  if (positions) x = add_positions(*positions, x, start_pos);
+  return dropout->forward(x);
+}
+
+// h: (B,T,D) -> (B,T,V)
+Tensor Seq2SeqTransformer::project(const Tensor& h) const {
+  if (output_proj) return output_proj->forward(h);
+  return matmul(h, transpose(tgt_embed->weight, 0, 1));  // tied: h E^T, (B,T,D) @ (D,V)
+}
+
+// src: (B,S) int64 -> memory (B,S,D), src_mask (B,1,1,S)
+Encoded Seq2SeqTransformer::encode(const Tensor& src) const {
+  check_ids("source", src);
+  Encoded enc;
+  enc.src_mask = padding_mask(src, cfg_.pad_id);                         // (B,1,1,S)
+  const Tensor x = embed(*src_embed, src_pos.get(), src, 0);             // (B,S,D)
+  enc.memory = encoder->forward(x, enc.src_mask);                        // (B,S,D)
+  return enc;
+}
+
+// tgt_in: (B,T) int64 -> (B,T,V)
+Tensor Seq2SeqTransformer::decode(const Tensor& tgt_in, const Encoded& enc) const {
+  check_ids("target", tgt_in);
+  if (!enc.memory.defined() || enc.memory.size(0) != tgt_in.size(0))
+    throw std::invalid_argument("Seq2SeqTransformer: target batch " + std::to_string(tgt_in.size(0)) +
+                                " does not match the encoder output " +
+                                (enc.memory.defined() ? shape_str(enc.memory.shape()) : std::string("(undefined)")));
+  const std::int64_t T = tgt_in.size(1);
+  const Tensor y = embed(*tgt_embed, tgt_pos.get(), tgt_in, 0);           // (B,T,D)
+  const Tensor self_mask = causal_mask(T, T);                            // (T,T), TRUE = future
+  const Tensor h = decoder->forward(y, enc.memory, self_mask, enc.src_mask);  // (B,T,D)
+  return project(h);                                                     // (B,T,V)
+}
+
+// src: (B,S), tgt_in: (B,T) -> (B,T,V)
+Tensor Seq2SeqTransformer::forward(const Tensor& src, const Tensor& tgt_in) const {
+  return decode(tgt_in, encode(src));
+}
+
+DecoderCache Seq2SeqTransformer::new_cache() const {
+  DecoderCache cache;
+  cache.layers.resize(static_cast<std::size_t>(cfg_.decoder_layers));
+  return cache;
+}
+
+// tokens: (B,1) int64 -> (B,V)
+Tensor Seq2SeqTransformer::decode_step(const Tensor& tokens, const Encoded& enc, DecoderCache& cache) const {
+  check_ids("the newest", tokens);
+  if (tokens.size(1) != 1)
+    throw std::invalid_argument("Seq2SeqTransformer::decode_step: expected one new token per row, (B,1), got " +
+                                shape_str(tokens.shape()));
+  if (!enc.src_mask.defined() || enc.src_mask.size(0) != tokens.size(0))
+    throw std::invalid_argument("Seq2SeqTransformer::decode_step: token batch " + std::to_string(tokens.size(0)) +
+                                " does not match the encoder output's mask " +
+                                (enc.src_mask.defined() ? shape_str(enc.src_mask.shape()) : std::string("(undefined)")));
+  if (cache.layers.empty()) cache = new_cache();
+  const std::int64_t start_pos = cache.length();  // this token's position
+  const std::int64_t B = tokens.size(0);
+  const Tensor y = embed(*tgt_embed, tgt_pos.get(), tokens, start_pos);  // (B,1,D)
+  // One query at the newest position sees every cached key and itself: no mask needed.
+  const Tensor h = decoder->forward(y, enc.memory, Tensor(), enc.src_mask, &cache.layers, start_pos);  // (B,1,D)
+  return reshape(project(h), {B, -1});  // (B,1,V) -> (B,V)
+}
+
+std::string Seq2SeqTransformer::summary() const {
+  std::ostringstream out;
+  summarize(*this, "model", 0, out);
+  return out.str();
+}
+
+}  // namespace sf::nn

@@ -1,0 +1,600 @@
+// Config loading: TOML text -> checked, typed Config (and back, for the run directory).
+//
+// Every key is listed exactly once, in visit_fields() below, with its kind. The same list drives
+// reading (FieldReader), writing (FieldWriter) and the table of known keys (KeyLister) that
+// unknown-key errors and --set overrides are checked against, so the three can never disagree.
+//
+// load_config works in five steps:
+//   1. parse the file with toml11 (syntax errors carry the line number);
+//   2. reject unknown sections and keys in the file (suggesting the closest known key);
+//   3. apply the --set overrides to the parsed document, as if they were written in the file;
+//   4. read every field, checking its type (and for a choice, that it is one of the listed values);
+//   5. check ranges and relations between fields (d_model % n_heads, ...).
+#include "train/config.h"
+
+#include <toml.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <sstream>
+
+namespace sf::train {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::vector<std::string> kSections{"model", "data", "train", "run"};
+const std::vector<std::string> kActivations{"relu", "gelu", "swiglu"};
+const std::vector<std::string> kNorms{"layernorm", "rmsnorm"};
+const std::vector<std::string> kNormPositions{"pre", "post"};
+const std::vector<std::string> kPositionals{"sinusoidal", "learned", "rope", "alibi"};
+const std::vector<std::string> kTokenizerTypes{"unigram", "bpe"};
+const std::vector<std::string> kBleuTokenizers{"13a", "zh"};
+const std::vector<std::string> kOptimizers{"adam", "adamw", "sgd"};
+const std::vector<std::string> kSchedules{"noam", "cosine", "constant"};
+const std::vector<std::string> kBestMetrics{"bleu", "loss"};
+
+enum class Need { Optional, Required };
+
+// ---- the one list of keys ----
+
+// Calls v.section(name) before each section's keys, then one call per key:
+//   v.integer / v.floating / v.boolean (key, field)
+//   v.choice (key, field, accepted values)     a string that must be one of the values
+//   v.path   (key, field, Need)                a string path, resolved against the config's folder
+// C is Config (reading) or const Config (writing and listing).
+template <class C, class V>
+void visit_fields(C& c, V& v) {
+  v.section("model");
+  v.integer("d_model", c.model.d_model);
+  v.integer("n_heads", c.model.n_heads);
+  v.integer("n_kv_heads", c.model.n_kv_heads);
+  v.integer("d_ff", c.model.d_ff);
+  v.integer("encoder_layers", c.model.encoder_layers);
+  v.integer("decoder_layers", c.model.decoder_layers);
+  v.floating("dropout", c.model.dropout);
+  v.floating("attention_dropout", c.model.attention_dropout);
+  v.choice("activation", c.model.activation, kActivations);
+  v.choice("norm", c.model.norm, kNorms);
+  v.choice("norm_position", c.model.norm_position, kNormPositions);
+  v.choice("positional", c.model.positional, kPositionals);
+  v.boolean("share_embeddings", c.model.share_embeddings);
+  v.boolean("tie_output", c.model.tie_output);
+  v.integer("max_len", c.model.max_len);
+
+  v.section("data");
+  v.path("train_src", c.data.train_src, Need::Required);
+  v.path("train_tgt", c.data.train_tgt, Need::Required);
+  v.path("valid_src", c.data.valid_src, Need::Required);
+  v.path("valid_tgt", c.data.valid_tgt, Need::Required);
+  v.path("test_src", c.data.test_src, Need::Optional);
+  v.path("test_tgt", c.data.test_tgt, Need::Optional);
+  v.integer("tokenizer_vocab_size", c.data.tokenizer_vocab_size);
+  v.choice("tokenizer_type", c.data.tokenizer_type, kTokenizerTypes);
+  v.boolean("joint_tokenizer", c.data.joint_tokenizer);
+  v.integer("max_tokens", c.data.max_tokens);
+  v.integer("batch_tokens", c.data.batch_tokens);
+  v.choice("bleu_tokenize", c.data.bleu_tokenize, kBleuTokenizers);
+  v.integer("max_valid_sentences", c.data.max_valid_sentences);
+
+  v.section("train");
+  v.integer("seed", c.train.seed);
+  v.choice("optimizer", c.train.optimizer, kOptimizers);
+  v.floating("lr", c.train.lr);
+  v.floating("beta1", c.train.beta1);
+  v.floating("beta2", c.train.beta2);
+  v.floating("eps", c.train.eps);
+  v.floating("weight_decay", c.train.weight_decay);
+  v.floating("momentum", c.train.momentum);
+  v.choice("schedule", c.train.schedule, kSchedules);
+  v.integer("warmup_steps", c.train.warmup_steps);
+  v.integer("max_steps", c.train.max_steps);
+  v.integer("max_epochs", c.train.max_epochs);
+  v.floating("label_smoothing", c.train.label_smoothing);
+  v.floating("clip_norm", c.train.clip_norm);
+  v.integer("accum_steps", c.train.accum_steps);
+  v.integer("log_every", c.train.log_every);
+  v.integer("valid_every", c.train.valid_every);
+  v.integer("patience", c.train.patience);
+  v.choice("best_metric", c.train.best_metric, kBestMetrics);
+  v.integer("valid_beam", c.train.valid_beam);
+  v.integer("max_nonfinite", c.train.max_nonfinite);
+  v.floating("min_lr", c.train.min_lr);
+
+  v.section("run");
+  v.path("dir", c.run.dir, Need::Required);
+  v.integer("threads", c.run.threads);
+  v.integer("keep_checkpoints", c.run.keep_checkpoints);
+}
+
+// ---- small helpers ----
+
+// Shortest text that reads back as exactly `x` ("0.1", "1e-09"), with a ".0" added to whole numbers
+// so TOML reads them as floats.
+std::string format_double(double x) {
+  if (std::isnan(x)) return "nan";
+  if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
+  char buf[64];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, x);
+  std::string s(buf, end);
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s;
+}
+
+// A TOML basic string: "..." with quotes, backslashes and control characters escaped.
+std::string quote_toml(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char ch : s) {
+    switch (ch) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\b': out += "\\b"; break;
+      case '\t': out += "\\t"; break;
+      case '\n': out += "\\n"; break;
+      case '\f': out += "\\f"; break;
+      case '\r': out += "\\r"; break;
+      default:
+        if (ch < 0x20 || ch == 0x7f) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", ch);
+          out += buf;
+        } else {
+          out += static_cast<char>(ch);
+        }
+    }
+  }
+  return out + "\"";
+}
+
+// "an integer", "a string", ...: the found type in "expected X, got Y".
+std::string type_name(const toml::value& v) {
+  switch (v.type()) {
+    case toml::value_t::boolean: return "a boolean";
+    case toml::value_t::integer: return "an integer";
+    case toml::value_t::floating: return "a float";
+    case toml::value_t::string: return "a string";
+    case toml::value_t::offset_datetime:
+    case toml::value_t::local_datetime: return "a date-time";
+    case toml::value_t::local_date: return "a date";
+    case toml::value_t::local_time: return "a time";
+    case toml::value_t::array: return "an array";
+    case toml::value_t::table: return "a table";
+    default: return "nothing";
+  }
+}
+
+std::string join(const std::vector<std::string>& items, const char* sep) {
+  std::string out;
+  for (std::size_t i = 0; i < items.size(); ++i) out += (i ? sep : "") + items[i];
+  return out;
+}
+
+// Levenshtein distance: insertions, deletions and substitutions needed to turn a into b.
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+// The candidate closest to `name` if it is within 2 edits, else "".
+std::string closest(const std::string& name, const std::vector<std::string>& candidates) {
+  constexpr std::size_t kMaxEdits = 2;  // catches a typo or a swapped pair, not a different word
+  std::string best;
+  std::size_t best_d = kMaxEdits + 1;
+  for (const std::string& c : candidates) {
+    const std::size_t d = edit_distance(name, c);
+    if (d < best_d) best = c, best_d = d;
+  }
+  return best;
+}
+
+std::string trim(const std::string& s) {
+  const auto b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return "";
+  const auto e = s.find_last_not_of(" \t\r\n");
+  return s.substr(b, e - b + 1);
+}
+
+// ---- the table of known keys ----
+
+enum class Kind { Integer, Float, Bool, Choice, Path };
+
+struct KeyInfo {
+  std::string section, key;
+  Kind kind;
+};
+
+struct KeyLister {
+  std::string current;
+  std::vector<KeyInfo> keys;
+  void section(const char* name) { current = name; }
+  void integer(const char* key, const std::int64_t&) { keys.push_back({current, key, Kind::Integer}); }
+  void floating(const char* key, const double&) { keys.push_back({current, key, Kind::Float}); }
+  void boolean(const char* key, const bool&) { keys.push_back({current, key, Kind::Bool}); }
+  void choice(const char* key, const std::string&, const std::vector<std::string>&) {
+    keys.push_back({current, key, Kind::Choice});
+  }
+  void path(const char* key, const std::string&, Need) { keys.push_back({current, key, Kind::Path}); }
+};
+
+const std::vector<KeyInfo>& known_keys() {
+  static const std::vector<KeyInfo> keys = [] {
+    const Config defaults;
+    KeyLister lister;
+    visit_fields(defaults, lister);
+    return lister.keys;
+  }();
+  return keys;
+}
+
+const KeyInfo* find_key(const std::string& section, const std::string& key) {
+  for (const KeyInfo& k : known_keys())
+    if (k.section == section && k.key == key) return &k;
+  return nullptr;
+}
+
+std::vector<std::string> keys_of(const std::string& section) {
+  std::vector<std::string> out;
+  for (const KeyInfo& k : known_keys())
+    if (k.section == section) out.push_back(k.key);
+  return out;
+}
+
+bool is_section(const std::string& name) {
+  return std::find(kSections.begin(), kSections.end(), name) != kSections.end();
+}
+
+// " (did you mean model.d_model?)" for a key unknown in `section`: the closest key of that section,
+// else the same key in another section (lr under [model] -> train.lr), else "".
+std::string key_hint(const std::string& section, const std::string& key) {
+  const std::string near = closest(key, keys_of(section));
+  if (!near.empty()) return " (did you mean " + section + "." + near + "?)";
+  for (const KeyInfo& k : known_keys())
+    if (k.key == key) return " (did you mean " + k.section + "." + k.key + "?)";
+  return "";
+}
+
+std::string section_hint(const std::string& section) {
+  const std::string near = closest(section, kSections);
+  if (!near.empty()) return " (did you mean [" + near + "]?)";
+  return " (the sections are [" + join(kSections, "], [") + "])";
+}
+
+// ---- where a value came from, for error messages ----
+
+// Overrides are parsed as tiny TOML documents named "--set section.key=value", so a value's
+// source location tells whether it came from the file or the command line.
+bool from_override(const toml::value& v) { return v.location().file_name().rfind("--set ", 0) == 0; }
+
+// "quickstart.toml:3: " for a value in the file, "quickstart.toml: --set model.d_model=x: " for an
+// override.
+std::string location_prefix(const std::string& file, const toml::value& v) {
+  if (from_override(v)) return file + ": " + v.location().file_name() + ": ";
+  return file + ":" + std::to_string(v.location().line()) + ": ";
+}
+
+// ---- step 2: unknown sections and keys in the file ----
+
+void check_known_names(const std::string& file, const toml::value& root) {
+  struct Problem {
+    std::uint32_t line;
+    std::string message;
+  };
+  std::vector<Problem> problems;  // all of them, so the first one in the file is reported
+  auto add = [&](const toml::value& where, const std::string& what) {
+    problems.push_back({where.location().line(), location_prefix(file, where) + what});
+  };
+  for (const auto& [name, value] : root.as_table()) {
+    if (is_section(name)) {
+      if (!value.is_table()) {
+        add(value, name + ": expected a section [" + name + "], got " + type_name(value));
+        continue;
+      }
+      for (const auto& [key, v] : value.as_table())
+        if (!find_key(name, key)) add(v, "unknown key " + name + "." + key + key_hint(name, key));
+    } else if (value.is_table()) {
+      add(value, "unknown section [" + name + "]" + section_hint(name));
+    } else {
+      std::string hint;
+      for (const KeyInfo& k : known_keys())
+        if (k.key == name) hint = " (did you mean to put it under [" + k.section + "]?)";
+      add(value, name + ": keys belong inside a section [" + join(kSections, "], [") + "]" + hint);
+    }
+  }
+  if (problems.empty()) return;
+  std::stable_sort(problems.begin(), problems.end(),
+                   [](const Problem& a, const Problem& b) { return a.line < b.line; });
+  throw ConfigError(problems.front().message);
+}
+
+// ---- step 3: --set overrides ----
+
+// "section.key=value" -> root[section][key] = value, the value read as TOML. For a key that holds a
+// string, text that is not a quoted TOML string is taken literally (model.norm=rmsnorm).
+void apply_override(const std::string& file, const std::string& text, toml::value& root) {
+  const std::string prefix = file + ": --set " + text + ": ";
+  const auto eq = text.find('=');
+  const std::string lhs = trim(text.substr(0, eq));
+  const auto dot = lhs.find('.');
+  if (eq == std::string::npos || dot == std::string::npos || dot == 0 || dot + 1 == lhs.size())
+    throw ConfigError(prefix + "expected section.key=value, e.g. --set train.lr=0.5");
+  const std::string section = lhs.substr(0, dot), key = lhs.substr(dot + 1);
+  if (!is_section(section)) throw ConfigError(prefix + "unknown section [" + section + "]" + section_hint(section));
+  const KeyInfo* info = find_key(section, key);
+  if (!info) throw ConfigError(prefix + "unknown key " + lhs + key_hint(section, key));
+
+  const std::string rhs = trim(text.substr(eq + 1));
+  const std::string origin = "--set " + text;  // becomes the value's source file name
+  auto parse_value = [&](const std::string& toml_text) {
+    std::istringstream in("v = " + toml_text);
+    return toml::find(toml::parse(in, origin), "v");
+  };
+  toml::value value;
+  const bool wants_string = info->kind == Kind::Choice || info->kind == Kind::Path;
+  try {
+    value = parse_value(rhs);
+  } catch (const std::exception&) {
+    value = toml::value();  // not a TOML value: maybe an unquoted string
+  }
+  if (value.is_uninitialized() || (wants_string && !value.is_string())) {
+    try {
+      value = parse_value(quote_toml(rhs));
+    } catch (const std::exception&) {
+      throw ConfigError(prefix + "cannot read the value as TOML");
+    }
+  }
+
+  toml::value& sec = root.as_table()[section];
+  if (sec.is_uninitialized()) sec = toml::table{};
+  sec.as_table()[key] = value;
+}
+
+// ---- step 4: reading typed fields ----
+
+struct FieldReader {
+  const std::string& file;      // config path as given, for messages
+  const fs::path& config_dir;   // absolute folder of the config file, for relative paths
+  const toml::value& root;
+  std::string current;          // section being read
+  const toml::value* table = nullptr;  // root[current], or null when the section is absent
+
+  void section(const char* name) {
+    current = name;
+    table = root.contains(current) ? &root.at(current) : nullptr;
+  }
+  const toml::value* find(const char* key) const {
+    return table && table->contains(key) ? &table->at(key) : nullptr;
+  }
+  [[noreturn]] void fail(const toml::value& v, const char* key, const std::string& what) const {
+    if (from_override(v)) throw ConfigError(location_prefix(file, v) + what);
+    throw ConfigError(location_prefix(file, v) + current + "." + key + ": " + what);
+  }
+  [[noreturn]] void wrong_type(const toml::value& v, const char* key, const char* expected) const {
+    fail(v, key, std::string("expected ") + expected + ", got " + type_name(v));
+  }
+
+  void integer(const char* key, std::int64_t& field) {
+    const toml::value* v = find(key);
+    if (!v) return;
+    if (!v->is_integer()) wrong_type(*v, key, "an integer");
+    field = v->as_integer();
+  }
+  void floating(const char* key, double& field) {
+    const toml::value* v = find(key);
+    if (!v) return;
+    if (v->is_integer()) {  // lr = 1 means 1.0
+      field = static_cast<double>(v->as_integer());
+      return;
+    }
+    if (!v->is_floating()) wrong_type(*v, key, "a number");
+    if (!std::isfinite(v->as_floating())) fail(*v, key, "expected a finite number, got " + format_double(v->as_floating()));
+    field = v->as_floating();
+  }
+  void boolean(const char* key, bool& field) {
+    const toml::value* v = find(key);
+    if (!v) return;
+    if (!v->is_boolean()) wrong_type(*v, key, "a boolean (true or false)");
+    field = v->as_boolean();
+  }
+  void choice(const char* key, std::string& field, const std::vector<std::string>& accepted) {
+    const toml::value* v = find(key);
+    if (!v) return;
+    if (!v->is_string()) wrong_type(*v, key, ("one of the strings " + join(accepted, ", ")).c_str());
+    const std::string& s = v->as_string().str;
+    if (std::find(accepted.begin(), accepted.end(), s) == accepted.end())
+      fail(*v, key, "expected one of " + join(accepted, ", ") + ", got \"" + s + "\"");
+    field = s;
+  }
+  void path(const char* key, std::string& field, Need need) {
+    const toml::value* v = find(key);
+    if (!v) {
+      if (need == Need::Required)
+        throw ConfigError(file + ": " + current + "." + key + ": required key is missing (add it under [" +
+                          current + "])");
+      return;
+    }
+    if (!v->is_string()) wrong_type(*v, key, "a string (a path)");
+    const std::string& s = v->as_string().str;
+    if (s.empty()) {
+      if (need == Need::Required) fail(*v, key, "expected a path, got an empty string");
+      field.clear();  // an optional path left empty: not set
+      return;
+    }
+    const fs::path p(s);
+    field = (p.is_absolute() ? p : config_dir / p).lexically_normal().string();
+  }
+};
+
+// ---- step 5: ranges and relations ----
+
+struct Checker {
+  const std::string& file;
+  const toml::value& root;
+
+  // "quickstart.toml:4: model.n_heads: " (where the key was set; no line if it kept its default)
+  std::string at(const std::string& section, const std::string& key) const {
+    if (root.contains(section) && root.at(section).contains(key)) {
+      const toml::value& v = root.at(section).at(key);
+      if (from_override(v)) return location_prefix(file, v);
+      return location_prefix(file, v) + section + "." + key + ": ";
+    }
+    return file + ": " + section + "." + key + ": ";
+  }
+  void require(bool ok, const std::string& section, const std::string& key, const std::string& what) const {
+    if (!ok) throw ConfigError(at(section, key) + what);
+  }
+  void positive(std::int64_t x, const char* section, const char* key) const {
+    require(x > 0, section, key, "expected a positive integer, got " + std::to_string(x));
+  }
+  void non_negative(std::int64_t x, const char* section, const char* key, const char* zero_means) const {
+    require(x >= 0, section, key,
+            std::string("expected 0 (") + zero_means + ") or a positive integer, got " + std::to_string(x));
+  }
+  // [0, 1): dropout probabilities, smoothing, Adam betas, momentum
+  void unit_interval(double x, const char* section, const char* key) const {
+    require(x >= 0 && x < 1, section, key, "expected a value in [0, 1), got " + format_double(x));
+  }
+  void positive(double x, const char* section, const char* key) const {
+    require(x > 0, section, key, "expected a positive number, got " + format_double(x));
+  }
+  void non_negative(double x, const char* section, const char* key) const {
+    require(x >= 0, section, key, "expected a number >= 0, got " + format_double(x));
+  }
+};
+
+void validate(const Config& c, const Checker& check) {
+  const ModelSection& m = c.model;
+  check.positive(m.d_model, "model", "d_model");
+  check.positive(m.n_heads, "model", "n_heads");
+  check.non_negative(m.n_kv_heads, "model", "n_kv_heads", "= n_heads");
+  check.positive(m.d_ff, "model", "d_ff");
+  check.positive(m.encoder_layers, "model", "encoder_layers");
+  check.positive(m.decoder_layers, "model", "decoder_layers");
+  check.positive(m.max_len, "model", "max_len");
+  check.unit_interval(m.dropout, "model", "dropout");
+  check.unit_interval(m.attention_dropout, "model", "attention_dropout");
+  check.require(m.d_model % m.n_heads == 0, "model", "n_heads",
+                "d_model " + std::to_string(m.d_model) + " is not divisible by n_heads " + std::to_string(m.n_heads));
+  const std::int64_t kv_heads = m.n_kv_heads == 0 ? m.n_heads : m.n_kv_heads;
+  check.require(m.n_heads % kv_heads == 0, "model", "n_kv_heads",
+                "n_heads " + std::to_string(m.n_heads) + " is not divisible by n_kv_heads " + std::to_string(kv_heads));
+  const std::int64_t head_dim = m.d_model / m.n_heads;
+  check.require(m.positional != "rope" || head_dim % 2 == 0, "model", "positional",
+                "rope rotates pairs of features, so the head width d_model / n_heads must be even, got " +
+                    std::to_string(head_dim));
+  check.require(!m.share_embeddings || c.data.joint_tokenizer, "model", "share_embeddings",
+                "sharing source and target embeddings needs one vocabulary: set data.joint_tokenizer = true "
+                "or model.share_embeddings = false");
+
+  const DataSection& d = c.data;
+  check.positive(d.tokenizer_vocab_size, "data", "tokenizer_vocab_size");
+  check.positive(d.max_tokens, "data", "max_tokens");
+  check.positive(d.batch_tokens, "data", "batch_tokens");
+  check.non_negative(d.max_valid_sentences, "data", "max_valid_sentences", "= all");
+  check.require(d.test_src.empty() == d.test_tgt.empty(), "data", d.test_src.empty() ? "test_tgt" : "test_src",
+                "test_src and test_tgt go together: set both or neither");
+
+  const TrainSection& t = c.train;
+  check.require(t.seed >= 0, "train", "seed", "expected an integer >= 0, got " + std::to_string(t.seed));
+  check.positive(t.lr, "train", "lr");
+  check.unit_interval(t.beta1, "train", "beta1");
+  check.unit_interval(t.beta2, "train", "beta2");
+  check.positive(t.eps, "train", "eps");
+  check.non_negative(t.weight_decay, "train", "weight_decay");
+  check.unit_interval(t.momentum, "train", "momentum");
+  if (t.schedule == "noam")
+    check.positive(t.warmup_steps, "train", "warmup_steps");  // noam divides by warmup^1.5
+  else
+    check.non_negative(t.warmup_steps, "train", "warmup_steps", "no warm-up");
+  check.positive(t.max_steps, "train", "max_steps");
+  check.non_negative(t.max_epochs, "train", "max_epochs", "no limit");
+  check.unit_interval(t.label_smoothing, "train", "label_smoothing");
+  check.non_negative(t.clip_norm, "train", "clip_norm");
+  check.positive(t.accum_steps, "train", "accum_steps");
+  check.positive(t.log_every, "train", "log_every");
+  check.positive(t.valid_every, "train", "valid_every");
+  check.non_negative(t.patience, "train", "patience", "off");
+  check.positive(t.valid_beam, "train", "valid_beam");
+  check.non_negative(t.max_nonfinite, "train", "max_nonfinite", "stop at the first");
+  check.non_negative(t.min_lr, "train", "min_lr");
+  check.require(t.schedule != "cosine" || t.min_lr <= t.lr, "train", "min_lr",
+                "the cosine schedule decays from lr " + format_double(t.lr) + " down to min_lr, so min_lr " +
+                    format_double(t.min_lr) + " must not exceed it");
+
+  const RunSection& r = c.run;
+  check.non_negative(r.threads, "run", "threads", "= all cores");
+  check.positive(r.keep_checkpoints, "run", "keep_checkpoints");
+}
+
+// ---- writing ----
+
+struct FieldWriter {
+  std::string out;
+  void section(const char* name) { out += std::string(out.empty() ? "" : "\n") + "[" + name + "]\n"; }
+  void line(const char* key, const std::string& value) { out += std::string(key) + " = " + value + "\n"; }
+  void integer(const char* key, std::int64_t x) { line(key, std::to_string(x)); }
+  void floating(const char* key, double x) { line(key, format_double(x)); }
+  void boolean(const char* key, bool x) { line(key, x ? "true" : "false"); }
+  void choice(const char* key, const std::string& s, const std::vector<std::string>&) { line(key, quote_toml(s)); }
+  void path(const char* key, const std::string& s, Need) { line(key, quote_toml(s)); }
+};
+
+}  // namespace
+
+Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) throw ConfigError(path + ": config file not found");
+  if (fs::is_directory(path, ec)) throw ConfigError(path + ": is a directory, expected a TOML config file");
+
+  // 1. parse
+  toml::value root;
+  try {
+    root = toml::parse(path);
+  } catch (const toml::syntax_error& e) {
+    // toml11's what() is a multi-line report; keep its first line ("[error] bad format: ...").
+    std::string what = e.what();
+    what = what.substr(0, what.find('\n'));
+    if (what.rfind("[error] ", 0) == 0) what = what.substr(8);
+    if (what.rfind("toml::", 0) == 0 && what.find(": ") != std::string::npos)
+      what = what.substr(what.find(": ") + 2);  // drop toml11's function name ("toml::insert_value: ")
+    const std::string text = trim(e.location().line_str());
+    throw ConfigError(path + ":" + std::to_string(e.location().line()) + ": TOML syntax error: " + what +
+                      (text.empty() ? "" : " in `" + text + "`"));
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    throw ConfigError(path + ": cannot read the config: " + what.substr(0, what.find('\n')));
+  }
+
+  // 2. unknown names in the file, 3. overrides
+  check_known_names(path, root);
+  for (const std::string& text : overrides) apply_override(path, text, root);
+
+  // 4. typed fields
+  Config config;
+  config.source_path = path;
+  const fs::path config_dir = fs::absolute(path).parent_path();
+  FieldReader reader{path, config_dir, root, "", nullptr};
+  visit_fields(config, reader);
+
+  // 5. ranges and relations
+  validate(config, Checker{path, root});
+  return config;
+}
+
+std::string to_toml(const Config& config) {
+  FieldWriter writer;
+  visit_fields(config, writer);
+  return "# Effective Scratchformer configuration: every key, paths absolute.\n"
+         "# Load it again with: scratchformer train --config THIS_FILE\n\n" +
+         writer.out;
+}
+
+}  // namespace sf::train

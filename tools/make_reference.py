@@ -1,0 +1,397 @@
+#!/usr/bin/python3
+"""Makes the PyTorch reference files that tests/test_reference.cpp compares Scratchformer against.
+
+Run from the repository root with Debian's python3-torch (the system interpreter):
+
+    /usr/bin/python3 tools/make_reference.py
+
+It writes tests/data/reference/*.safetensors (committed; the C++ tests need no Python). Each file
+holds, for one small module or model built here in PyTorch:
+
+    the inputs              "x", "src", "tgt_in", ... (float32 or int64)
+    the weights             under Scratchformer's parameter names ("q_proj.weight",
+                            "encoder.layers.0.self_attn.q_proj.weight", ...), float32
+    the outputs             "out", "weights", "logits", "loss", ...
+    every gradient          "grad.<input or parameter name>"
+    __metadata__            the configuration, as strings (the test builds the same module from it)
+
+Weights and inputs are drawn in float32 and saved as float32; PyTorch then runs the module in
+float64 on exactly those values, so the saved outputs and gradients (float64) are the exact answer
+up to float64 rounding. The C++ test runs the module twice: in float64 (must agree to rounding)
+and in float32 (the issue's bound: relative error <= 1e-4).
+
+Cases (one file each):
+    attention_self     torch.nn.MultiheadAttention, self-attention with a key padding mask
+    attention_cross    the same module, queries and keys/values of different lengths
+    attention_causal   self-attention with a causal mask and a key padding mask
+    layer_norm         torch.nn.LayerNorm
+    seq2seq_pre_ln     a full encoder-decoder built from torch.nn.TransformerEncoderLayer /
+                       TransformerDecoderLayer (norm_first=True), shared and tied embeddings, ReLU;
+                       logits, label-smoothed cross-entropy and every parameter gradient
+    seq2seq_post_ln    the same with norm_first=False (the paper's post-LN), separate source and
+                       target embeddings, an output projection, and GELU
+
+The safetensors files are written by hand (8-byte little-endian header length, JSON header, raw
+little-endian data), in the form train/safetensors.h reads, including its FNV-1a checksum, so no
+extra Python package is needed. Re-running gives byte-identical files with the same torch version.
+"""
+
+import copy
+import json
+import math
+import os
+import struct
+import sys
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+OUT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "data", "reference")
+
+# ---------------------------------------------------------------------------------------------
+# safetensors writing (the format of train/safetensors.h)
+# ---------------------------------------------------------------------------------------------
+
+DTYPE_CODES = {torch.float32: "F32", torch.float64: "F64", torch.int64: "I64"}
+CHECKSUM_KEY = "scratchformer.checksum"
+
+
+def fnv1a64(data):
+    """FNV-1a 64-bit hash of bytes, as Fnv1a64 in train/safetensors.cpp."""
+    h = 0xCBF29CE484222325
+    for byte in data:
+        h = ((h ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+def save_safetensors(path, tensors, metadata):
+    """tensors: list of (name, tensor) in file order; metadata: dict of str -> str."""
+    entries, blobs, offset = {}, [], 0
+    for name, t in tensors:
+        t = t.detach().contiguous().cpu()
+        if t.dtype not in DTYPE_CODES:
+            raise ValueError(f"{name}: dtype {t.dtype} cannot be saved (F32, F64 or I64 only)")
+        if name in entries or name == "__metadata__":
+            raise ValueError(f"duplicate or reserved tensor name {name!r}")
+        data = t.numpy().tobytes()  # row-major; x86 and ARM are little-endian
+        entries[name] = {"dtype": DTYPE_CODES[t.dtype], "shape": list(t.shape),
+                         "data_offsets": [offset, offset + len(data)]}
+        blobs.append(data)
+        offset += len(data)
+    data = b"".join(blobs)
+    meta = {k: str(v) for k, v in metadata.items()}
+    meta[CHECKSUM_KEY] = "fnv1a64:%016x" % fnv1a64(data)
+    header = json.dumps({"__metadata__": meta, **entries}, separators=(",", ":")).encode("utf-8")
+    header += b" " * (-(8 + len(header)) % 8)  # the data section starts 8-byte aligned
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(header)))
+        f.write(header)
+        f.write(data)
+    print(f"wrote {os.path.relpath(path)}: {len(tensors)} tensors, {8 + len(header) + len(data)} bytes")
+
+
+def common_metadata(case):
+    return {"case": case, "generator": "tools/make_reference.py", "torch_version": torch.__version__,
+            "reference_dtype": "float64"}
+
+
+# ---------------------------------------------------------------------------------------------
+# Drawing weights: float32 values (so the C++ float32 run starts from exactly these weights)
+# ---------------------------------------------------------------------------------------------
+
+def f32_randn(*shape):
+    return torch.randn(*shape, dtype=torch.float32)
+
+
+def randomise_(module):
+    """Redraws every parameter so no gradient is trivially zero or one: weights Xavier-uniform,
+    biases N(0, 0.1^2), norm weights 1 + N(0, 0.2^2), norm biases N(0, 0.2^2). Embeddings are left
+    to the caller. Values are float32 (then copied into the module's dtype)."""
+    with torch.no_grad():
+        for name, p in module.named_parameters():
+            if "embed" in name:
+                continue
+            if p.dim() == 2:
+                fan_out, fan_in = p.shape
+                a = math.sqrt(6.0 / (fan_in + fan_out))
+                v = torch.rand(p.shape, dtype=torch.float32) * (2 * a) - a
+            elif "norm" in name and name.endswith("weight"):
+                v = 1.0 + 0.2 * f32_randn(*p.shape)
+            elif "norm" in name:
+                v = 0.2 * f32_randn(*p.shape)
+            else:
+                v = 0.1 * f32_randn(*p.shape)
+            p.copy_(v)
+
+
+def f32(t):
+    """float32 copy, checking that nothing is lost (all weights and inputs start as float32)."""
+    out = t.detach().to(torch.float32)
+    assert torch.equal(out.to(t.dtype), t.detach()), "value is not exactly representable in float32"
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Name mapping: PyTorch module names -> Scratchformer parameter names
+# ---------------------------------------------------------------------------------------------
+
+def split_in_proj(prefix, name, t):
+    """torch.nn.MultiheadAttention packs q, k, v into in_proj_weight (3D, D) / in_proj_bias (3D);
+    Scratchformer has q_proj, k_proj, v_proj (D, D) / (D). Returns [(scratchformer name, tensor)]."""
+    kind = "weight" if name.endswith("in_proj_weight") else "bias"
+    q, k, v = t.chunk(3, dim=0)
+    return [(f"{prefix}q_proj.{kind}", q), (f"{prefix}k_proj.{kind}", k), (f"{prefix}v_proj.{kind}", v)]
+
+
+# Module names that differ: torch.nn.TransformerDecoderLayer.multihead_attn is our cross_attn; its
+# linear1 / linear2 are our ffn.fc1 / ffn.fc2.
+RENAMES = [(".multihead_attn.", ".cross_attn."), (".linear1.", ".ffn.fc1."), (".linear2.", ".ffn.fc2.")]
+
+
+def scratchformer_named(named):
+    """[(torch name, tensor)] -> [(scratchformer name, tensor)]."""
+    out = []
+    for name, t in named:
+        for old, new in RENAMES:
+            name = name.replace(old, new)
+        if name.endswith("in_proj_weight") or name.endswith("in_proj_bias"):
+            out.extend(split_in_proj(name[: name.rfind("in_proj_")], name, t))
+        else:
+            out.append((name, t))
+    return out
+
+
+def weights_and_grads(module):
+    """-> ([(name, float32 weight)], [("grad.<name>", float64 gradient)]) under our names."""
+    named = list(module.named_parameters())  # a shared parameter is listed once, first name
+    weights = [(n, f32(t)) for n, t in scratchformer_named(named)]
+    grads = []
+    for n, p in named:
+        assert p.grad is not None, f"{n} got no gradient"
+    for n, g in scratchformer_named([(n, p.grad) for n, p in named]):
+        grads.append(("grad." + n, g.to(torch.float64)))
+    return weights, grads
+
+
+# ---------------------------------------------------------------------------------------------
+# Case 1: MultiHeadAttention against torch.nn.MultiheadAttention
+# ---------------------------------------------------------------------------------------------
+
+def attention_case(case, seed, t_q, t_k, cross, causal):
+    """Self-attention (x_q = x_kv) or cross-attention, with a key padding mask (batch row 1 has its
+    last two keys padded) and optionally a causal mask. Backpropagates sum(out * grad_out)."""
+    torch.manual_seed(seed)
+    D, H, B = 16, 4, 2
+    mha = nn.MultiheadAttention(D, H, dropout=0.0, bias=True, batch_first=True)
+    randomise_(mha)
+    mha.double()
+
+    x_q = f32_randn(B, t_q, D)
+    x_kv = f32_randn(B, t_k, D) if cross else x_q
+    grad_out = f32_randn(B, t_q, D)
+    key_padding = torch.zeros(B, t_k, dtype=torch.bool)  # True = ignore this key (ours: TRUE = BLOCKED)
+    key_padding[1, t_k - 2:] = True
+    attn_mask = torch.triu(torch.ones(t_q, t_k, dtype=torch.bool), diagonal=1) if causal else None
+    # What our MultiHeadAttention takes: one mask, TRUE = BLOCKED, broadcast to (B,H,Tq,Tk).
+    blocked = key_padding[:, None, None, :].expand(B, 1, t_q, t_k)
+    if causal:
+        blocked = blocked | attn_mask[None, None]
+    assert not blocked.all(dim=-1).any(), "every query must see at least one key"
+
+    q64 = x_q.double().requires_grad_()
+    kv64 = x_kv.double().requires_grad_() if cross else q64
+    out, weights = mha(q64, kv64, kv64, key_padding_mask=key_padding, attn_mask=attn_mask,
+                       need_weights=True, average_attn_weights=False)  # (B,Tq,D), (B,H,Tq,Tk)
+    (out * grad_out.double()).sum().backward()
+
+    w, g = weights_and_grads(mha)
+    tensors = [("x_q", x_q)] + ([("x_kv", x_kv)] if cross else [])
+    tensors += [("mask", blocked.to(torch.int64)), ("grad_out", grad_out)] + w
+    tensors += [("out", out.detach()), ("weights", weights.detach()), ("grad.x_q", q64.grad)]
+    if cross:
+        tensors.append(("grad.x_kv", kv64.grad))
+    tensors += g
+    meta = common_metadata(case)
+    meta.update({"d_model": D, "n_heads": H, "cross": int(cross), "causal": int(causal),
+                 "loss": "sum(out * grad_out)"})
+    save_safetensors(os.path.join(OUT_DIR, case + ".safetensors"), tensors, meta)
+
+
+# ---------------------------------------------------------------------------------------------
+# Case 2: LayerNorm against torch.nn.LayerNorm
+# ---------------------------------------------------------------------------------------------
+
+def layer_norm_case():
+    torch.manual_seed(4)
+    B, T, D, eps = 2, 5, 16, 1e-5
+    ln = nn.LayerNorm(D, eps=eps)
+    with torch.no_grad():
+        ln.weight.copy_(1.0 + 0.2 * f32_randn(D))
+        ln.bias.copy_(0.2 * f32_randn(D))
+    ln.double()
+    # Rows with different means and scales, one nearly constant (variance << eps matters).
+    x = f32_randn(B, T, D) * 2.0 + 0.5
+    x[1, 3] = 3.0 + 1e-3 * f32_randn(D)
+    grad_out = f32_randn(B, T, D)
+    x64 = x.double().requires_grad_()
+    y = ln(x64)
+    (y * grad_out.double()).sum().backward()
+    w, g = weights_and_grads(ln)
+    tensors = [("x", x), ("grad_out", grad_out)] + w + [("out", y.detach()), ("grad.x", x64.grad)] + g
+    meta = common_metadata("layer_norm")
+    meta.update({"dim": D, "eps": repr(eps), "loss": "sum(out * grad_out)"})
+    save_safetensors(os.path.join(OUT_DIR, "layer_norm.safetensors"), tensors, meta)
+
+
+# ---------------------------------------------------------------------------------------------
+# Case 3: the full Seq2SeqTransformer against a model built from torch.nn's Transformer layers
+# ---------------------------------------------------------------------------------------------
+
+def sinusoidal_table(max_len, d):
+    """PE[p, 2i] = sin(p / 10000^(2i/D)), PE[p, 2i+1] = cos(p / 10000^(2i/D)) (the paper, 3.5)."""
+    pos = torch.arange(max_len, dtype=torch.float64)[:, None]
+    two_i = torch.arange(0, d, 2, dtype=torch.float64)
+    angle = pos / torch.pow(10000.0, two_i / d)
+    pe = torch.zeros(max_len, d, dtype=torch.float64)
+    pe[:, 0::2] = torch.sin(angle)
+    pe[:, 1::2] = torch.cos(angle)
+    return pe
+
+
+class TorchSeq2Seq(nn.Module):
+    """The encoder-decoder Transformer as Scratchformer's Seq2SeqTransformer computes it, from
+    PyTorch's own layers:
+        embed(ids) = E[ids] * sqrt(D) + PE[0:len]                (dropout 0)
+        encoder    = TransformerEncoder(pre- or post-LN layers) + final LayerNorm (pre-LN only)
+        decoder    = TransformerDecoder(causal self-attention, cross-attention over the encoder
+                     output with the source padding mask, FFN) + final LayerNorm (pre-LN only)
+        logits     = out @ tgt_embed.weight^T (tie_output) or output_proj(out) (Linear, no bias)
+    Source padding keys are blocked in encoder self-attention and in cross-attention; the decoder
+    self-attention is causal."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        self.cfg = cfg
+        D, pre = cfg["d_model"], cfg["norm_position"] == "pre"
+        pad = cfg["pad_id"]
+        self.src_embed = nn.Embedding(cfg["src_vocab"], D, padding_idx=pad)
+        self.tgt_embed = self.src_embed if cfg["share_embeddings"] else nn.Embedding(cfg["tgt_vocab"], D,
+                                                                                      padding_idx=pad)
+        enc_layer = nn.TransformerEncoderLayer(D, cfg["n_heads"], cfg["d_ff"], dropout=0.0,
+                                               activation=cfg["activation"], batch_first=True, norm_first=pre)
+        dec_layer = nn.TransformerDecoderLayer(D, cfg["n_heads"], cfg["d_ff"], dropout=0.0,
+                                               activation=cfg["activation"], batch_first=True, norm_first=pre)
+        self.encoder = nn.TransformerEncoder(enc_layer, cfg["encoder_layers"], norm=nn.LayerNorm(D) if pre else None,
+                                             enable_nested_tensor=False)
+        self.decoder = nn.TransformerDecoder(dec_layer, cfg["decoder_layers"], norm=nn.LayerNorm(D) if pre else None)
+        if not cfg["tie_output"]:
+            self.output_proj = nn.Linear(D, cfg["tgt_vocab"], bias=False)
+        self.register_buffer("pe", sinusoidal_table(cfg["max_len"], D))
+
+    def embed(self, table, ids):
+        D = self.cfg["d_model"]
+        return table(ids) * math.sqrt(D) + self.pe[: ids.shape[1]].to(table.weight.dtype)
+
+    def forward(self, src, tgt_in):
+        pad = self.cfg["pad_id"]
+        src_padding = src == pad  # (B,S), True = ignore
+        T = tgt_in.shape[1]
+        causal = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)  # True = not allowed
+        memory = self.encoder(self.embed(self.src_embed, src), src_key_padding_mask=src_padding)
+        out = self.decoder(self.embed(self.tgt_embed, tgt_in), memory, tgt_mask=causal,
+                           memory_key_padding_mask=src_padding)
+        if self.cfg["tie_output"]:
+            return out @ self.tgt_embed.weight.t()
+        return self.output_proj(out)
+
+
+def seq2seq_case(case, seed, overrides):
+    cfg = {"src_vocab": 11, "tgt_vocab": 11, "d_model": 16, "n_heads": 4, "n_kv_heads": 4, "d_ff": 32,
+           "encoder_layers": 2, "decoder_layers": 2, "dropout": 0.0, "attention_dropout": 0.0,
+           "activation": "relu", "norm": "layernorm", "norm_position": "pre", "positional": "sinusoidal",
+           "share_embeddings": True, "tie_output": True, "max_len": 16, "pad_id": 0, "label_smoothing": 0.1}
+    cfg.update(overrides)
+    torch.manual_seed(seed)
+    model = TorchSeq2Seq(cfg)
+    model.train()  # dropout is 0; training mode keeps PyTorch off its fused inference path
+    randomise_(model)
+    D, pad = cfg["d_model"], cfg["pad_id"]
+    with torch.no_grad():
+        for emb in {id(model.src_embed): model.src_embed, id(model.tgt_embed): model.tgt_embed}.values():
+            emb.weight.copy_(f32_randn(*emb.weight.shape) / math.sqrt(D))  # N(0, 1/D), as nn/init.h
+            emb.weight[pad].zero_()
+    model32 = copy.deepcopy(model)  # float32, for the tolerance measurement below
+    model.double()
+    assert (model.src_embed.weight is model.tgt_embed.weight) == cfg["share_embeddings"]
+
+    # Tokens: 0 pad, 1 BOS, 2 EOS, 3.. words. Row 1 of the source is padded; row 1 of the target
+    # too (its last position predicts pad: ignored by the loss).
+    src = torch.tensor([[5, 3, 8, 6, 2], [7, 4, 2, 0, 0]], dtype=torch.int64)                # (B,S)
+    tgt_in = torch.tensor([[1, 9, 4, 10], [1, 6, 3, 2]], dtype=torch.int64)                  # (B,T)
+    tgt_out = torch.tensor([[9, 4, 10, 2], [6, 3, 2, 0]], dtype=torch.int64)                 # (B,T)
+    assert src.max() < cfg["src_vocab"] and tgt_out.max() < cfg["tgt_vocab"]
+
+    logits, loss = seq2seq_loss(model, cfg, src, tgt_in, tgt_out)
+    w, g = weights_and_grads(model)
+    tensors = [("src", src), ("tgt_in", tgt_in), ("tgt_out", tgt_out)] + w
+    tensors += [("logits", logits.detach()), ("loss", loss.detach())] + g
+    meta = common_metadata(case)
+    meta.update({k: (str(v).lower() if isinstance(v, bool) else v) for k, v in cfg.items()})
+    meta["loss"] = "cross_entropy(logits, tgt_out, ignore_index=pad_id, label_smoothing)"
+    save_safetensors(os.path.join(OUT_DIR, case + ".safetensors"), tensors, meta)
+
+    # How close PyTorch's own float32 gets to these float64 references, measured as the C++ test
+    # measures Scratchformer's float32 (for the lead to compare; nothing is saved).
+    logits32, loss32 = seq2seq_loss(model32, cfg, src, tgt_in, tgt_out)
+    _, g32 = weights_and_grads(model32)
+    got = dict([("logits", logits32.detach()), ("loss", loss32.detach())] + g32)
+    err, key = worst_relative_error(got, dict(tensors))
+    print(f"  PyTorch float32 vs these references: largest relative error {err:.3g} ({key})")
+
+
+def seq2seq_loss(model, cfg, src, tgt_in, tgt_out):
+    """-> logits (B,T,V) and the label-smoothed cross-entropy (0-d), after backward()."""
+    logits = model(src, tgt_in)  # (B,T,V)
+    V = logits.shape[-1]
+    loss = F.cross_entropy(logits.reshape(-1, V), tgt_out.reshape(-1), ignore_index=cfg["pad_id"],
+                           label_smoothing=cfg["label_smoothing"])
+    loss.backward()
+    return logits, loss
+
+
+# The test's error measure (tests/test_reference.cpp: kFloorFraction, kExactZeroFraction).
+FLOOR_FRACTION = 1e-2
+EXACT_ZERO_FRACTION = 1e-12
+
+
+def worst_relative_error(got, ref):
+    """max over tensors and elements of |got - ref| / max(|ref|, FLOOR_FRACTION * scale), scale the
+    tensor's largest |ref| (the case's largest gradient for gradients that are exactly zero)."""
+    grad_scale = max(t.abs().max().item() for k, t in ref.items() if k.startswith("grad."))
+    worst = (0.0, "")
+    for key, g in got.items():
+        r = ref[key].double()
+        scale = r.abs().max().item()
+        if key.startswith("grad.") and scale < EXACT_ZERO_FRACTION * grad_scale:
+            scale = grad_scale
+        err = ((g.double() - r).abs() / r.abs().clamp(min=FLOOR_FRACTION * scale)).max().item()
+        worst = max(worst, (err, key))
+    return worst
+
+
+def main():
+    torch.set_num_threads(1)  # deterministic summation order
+    os.makedirs(OUT_DIR, exist_ok=True)
+    attention_case("attention_self", seed=1, t_q=5, t_k=5, cross=False, causal=False)
+    attention_case("attention_cross", seed=2, t_q=4, t_k=6, cross=True, causal=False)
+    attention_case("attention_causal", seed=3, t_q=5, t_k=5, cross=False, causal=True)
+    layer_norm_case()
+    seq2seq_case("seq2seq_pre_ln", 5, {})
+    seq2seq_case("seq2seq_post_ln", 6, {"norm_position": "post", "activation": "gelu", "tgt_vocab": 13,
+                                             "share_embeddings": False, "tie_output": False})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

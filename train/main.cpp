@@ -1,49 +1,230 @@
-// scratchformer: the command-line program. Subcommands arrive with the training work
-// (train, translate, eval, bleu, summary, gradcheck, bench); for now: --help, --version and
-// `demo`, a short tour of tensors and autograd.
+// scratchformer: the command-line program.
+//
+//   train      train a translation model from a config file
+//   translate  translate sentences with a trained checkpoint
+//   eval       BLEU, loss and perplexity of a checkpoint on a parallel test set
+//   bleu       sacreBLEU-compatible corpus BLEU of hypotheses against references
+//   summary    the model of a config: module tree, parameter counts, FLOPs, KV-cache bytes
+//   demo       a tiny forward and backward pass, printed step by step
+//
+// Bad input (command line, config, corpus, checkpoint) prints one line to stderr and exits 2.
 #include <CLI/CLI.hpp>
 
+#include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "autograd/generator.h"
+#include "autograd/node.h"
 #include "autograd/ops.h"
 #include "autograd/threads.h"
+#include "data/corpus.h"
+#include "train/bleu.h"
+#include "train/config.h"
+#include "train/evaluate.h"
+#include "train/setup.h"
+#include "train/summary.h"
+#include "train/trainer.h"
 
 namespace {
 
-// y = sum(relu(x @ w)) on a tiny input, printed step by step: what the README's quick demo shows.
+namespace fs = std::filesystem;
+using namespace sf;
+
+// y = sum(relu(x @ w)) on a tiny input, printed step by step.
 int run_demo() {
-  using namespace sf;
   Generator gen(0);
-  Tensor x = randn({2, 3}, gen);                    // (B=2, D=3)
-  Tensor w = randn({3, 4}, gen).requires_grad_();   // (D=3, F=4)
+  Tensor x = randn({2, 3}, gen);                   // (B=2, D=3)
+  Tensor w = randn({3, 4}, gen).requires_grad_();  // (D=3, F=4)
   w.set_name("w");
-  Tensor h = matmul(x, w);                          // (2, 4)
-  Tensor y = sum(relu(h));                          // ()
-  std::cout << "x = " << x << "\n\nw = " << w << "\n\nh = x @ w = " << h << "\n\ny = sum(relu(h)) = " << y
-            << "\n\n";
+  Tensor h = matmul(x, w);   // (2, 4)
+  Tensor y = sum(relu(h));   // ()
+  std::cout << "x = " << x << "\n\nw = " << w << "\n\nh = x @ w = " << h << "\n\ny = sum(relu(h)) = " << y << "\n\n";
   y.backward();
   std::cout << "dy/dw = " << w.grad() << "\n";
+  return 0;
+}
+
+// Reads all lines of a file or of stdin ("-" or empty path).
+std::vector<std::string> read_input_lines(const std::string& path) {
+  if (!path.empty() && path != "-") return data::read_lines(path);
+  std::vector<std::string> lines;
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    lines.push_back(line);
+  }
+  return lines;
+}
+
+struct TranslateArgs {
+  std::string checkpoint, input;
+  std::int64_t beam = 0;  // 0 = the config's valid_beam
+  double length_penalty = 1.0;
+};
+
+// Encodes input lines for the model: invalid UTF-8 and over-long lines are reported on stderr
+// (the line is skipped or truncated), never a crash. Empty lines translate to empty lines.
+std::vector<std::vector<std::int64_t>> encode_inputs(const std::vector<std::string>& lines, const train::Tokenizers& tok,
+                                                     std::int64_t max_len, const std::string& origin) {
+  std::vector<std::vector<std::int64_t>> ids(lines.size());
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    std::size_t bad = 0;
+    if (!data::valid_utf8(lines[i], &bad)) {
+      std::cerr << "scratchformer: warning: " << origin << " line " << i + 1 << ": invalid UTF-8 at byte " << bad
+                << "; writing an empty translation\n";
+      continue;
+    }
+    ids[i] = tok.src.encode(lines[i]);
+    if (static_cast<std::int64_t>(ids[i].size()) > max_len) {
+      std::cerr << "scratchformer: warning: " << origin << " line " << i + 1 << ": " << ids[i].size()
+                << " tokens, truncated to the model's limit of " << max_len << "\n";
+      ids[i].resize(static_cast<std::size_t>(max_len));
+    }
+  }
+  return ids;
+}
+
+// Translates non-empty inputs; empty ones stay empty. Output order = input order.
+std::vector<std::string> translate_lines(const train::InferenceModel& im, const std::vector<std::vector<std::int64_t>>& ids,
+                                         const train::DecodeOptions& opt) {
+  std::vector<std::vector<std::int64_t>> nonempty;
+  std::vector<std::size_t> where;
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    if (!ids[i].empty()) nonempty.push_back(ids[i]), where.push_back(i);
+  std::vector<std::string> out(ids.size());
+  const auto hyps = train::translate_all(*im.model, *im.tokenizers, nonempty, opt);
+  for (std::size_t k = 0; k < where.size(); ++k) out[where[k]] = hyps[k];
+  return out;
+}
+
+train::DecodeOptions decode_options(const train::InferenceModel& im, const TranslateArgs& a) {
+  train::DecodeOptions opt;
+  opt.beam = a.beam > 0 ? a.beam : im.config.train.valid_beam;
+  opt.length_penalty = a.length_penalty;
+  return opt;
+}
+
+int run_translate(const TranslateArgs& a) {
+  const train::InferenceModel im = train::load_inference_model(a.checkpoint);
+  const auto lines = read_input_lines(a.input);
+  const auto ids = encode_inputs(lines, *im.tokenizers, im.config.model.max_len - 2, a.input.empty() ? "stdin" : a.input);
+  for (const auto& hyp : translate_lines(im, ids, decode_options(im, a))) std::cout << hyp << "\n";
+  return 0;
+}
+
+int run_eval(const TranslateArgs& a, const std::string& src_path, const std::string& ref_path) {
+  const train::InferenceModel im = train::load_inference_model(a.checkpoint);
+  data::ParallelCorpus corpus = data::read_parallel(src_path, ref_path);
+  const auto ids = encode_inputs(corpus.src, *im.tokenizers, im.config.model.max_len - 2, src_path);
+  const auto hyps = translate_lines(im, ids, decode_options(im, a));
+  const BleuResult bleu = corpus_bleu(hyps, corpus.tgt, im.config.data.bleu_tokenize);
+  std::cout << format_bleu(bleu) << "\n";
+  // teacher-forced loss on the pairs that fit the model
+  std::vector<std::vector<std::int64_t>> src, tgt;
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    auto t = im.tokenizers->tgt.encode(corpus.tgt[i]);
+    if (ids[i].empty() || t.empty() || static_cast<std::int64_t>(t.size()) > im.config.model.max_len - 2) continue;
+    src.push_back(ids[i]);
+    tgt.push_back(std::move(t));
+  }
+  const auto loss = train::evaluate_loss(*im.model, src, tgt, im.config.data.batch_tokens, im.config.train.label_smoothing);
+  std::cout << "loss " << loss.loss << " nll " << loss.nll << " ppl " << std::exp(loss.nll) << " (" << loss.tokens
+            << " target tokens, " << src.size() << " pairs)\n";
+  return 0;
+}
+
+int run_bleu(const std::string& ref_path, const std::string& tokenize) {
+  const auto refs = data::read_lines(ref_path);
+  const auto hyps = read_input_lines("");
+  if (hyps.size() != refs.size())
+    throw std::invalid_argument("bleu: " + std::to_string(hyps.size()) + " hypotheses on stdin but " +
+                                std::to_string(refs.size()) + " references in " + ref_path);
+  std::cout << format_bleu(corpus_bleu(hyps, refs, tokenize)) << "\n";
   return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"Scratchformer: a from-scratch C++ Transformer for learning how translation models work"};
+  CLI::App app{"Scratchformer: a from-scratch C++ Transformer for learning how translation models work.\n"
+               "Run `scratchformer COMMAND --help` for a command's options."};
   app.set_version_flag("--version", std::string("scratchformer ") + SCRATCHFORMER_VERSION);
   app.require_subcommand(0, 1);
-  auto* demo = app.add_subcommand("demo", "Print a tiny forward and backward pass (tensors and autograd at work)");
+
+  // train
+  auto* train_cmd = app.add_subcommand("train", "Train a translation model from a TOML config");
+  std::string config_path;
+  std::vector<std::string> overrides;
+  bool resume = false;
+  train_cmd->add_option("--config", config_path, "Config file (TOML), e.g. configs/quickstart.toml")->required();
+  train_cmd->add_option("--set", overrides, "Override a config key: section.key=value (repeatable)");
+  train_cmd->add_flag("--resume", resume, "Continue the run in run.dir from checkpoint-last.safetensors");
+
+  // translate
+  TranslateArgs targs;
+  auto* translate_cmd = app.add_subcommand("translate", "Translate sentences (one per line) with a trained checkpoint");
+  translate_cmd->add_option("--checkpoint", targs.checkpoint, "Checkpoint file (its directory must hold the tokenizer)")->required();
+  translate_cmd->add_option("--input", targs.input, "Input file (default: stdin)");
+  translate_cmd->add_option("--beam", targs.beam, "Beam size (1 = greedy; default: the config's train.valid_beam)")
+      ->check(CLI::PositiveNumber);
+  translate_cmd->add_option("--length-penalty", targs.length_penalty, "Beam search length penalty alpha (score / length^alpha)");
+
+  // eval
+  TranslateArgs eargs;
+  std::string eval_src, eval_ref;
+  auto* eval_cmd = app.add_subcommand("eval", "BLEU (with signature), loss and perplexity of a checkpoint on a test set");
+  eval_cmd->add_option("--checkpoint", eargs.checkpoint, "Checkpoint file")->required();
+  eval_cmd->add_option("--src", eval_src, "Source sentences, one per line")->required();
+  eval_cmd->add_option("--ref", eval_ref, "Reference translations, aligned with --src")->required();
+  eval_cmd->add_option("--beam", eargs.beam, "Beam size (default: the config's train.valid_beam)")->check(CLI::PositiveNumber);
+
+  // bleu
+  std::string bleu_ref, bleu_tok = "13a";
+  auto* bleu_cmd = app.add_subcommand("bleu", "Corpus BLEU of hypotheses on stdin against references (sacreBLEU-compatible)");
+  bleu_cmd->add_option("--ref", bleu_ref, "Reference file, one sentence per line")->required();
+  bleu_cmd->add_option("--tokenize", bleu_tok, "Tokenizer: 13a (default) or zh")->check(CLI::IsMember({"13a", "zh"}));
+
+  // summary
+  std::string summary_config;
+  std::int64_t summary_len = 0, summary_batch = 1;
+  auto* summary_cmd = app.add_subcommand("summary", "Module tree, parameter counts vs the lecture's formulas, FLOPs, KV cache");
+  summary_cmd->add_option("--config", summary_config, "Config file (TOML)")->required();
+  summary_cmd->add_option("--length", summary_len, "Sequence length for FLOPs and KV cache (default: 32)");
+  summary_cmd->add_option("--batch", summary_batch, "Batch size for the KV-cache bytes (default: 1)");
+  std::vector<std::string> summary_overrides;
+  summary_cmd->add_option("--set", summary_overrides, "Override a config key: section.key=value (repeatable)");
+  std::int64_t summary_vocab = 8000;
+  summary_cmd->add_option("--vocab", summary_vocab, "Vocabulary size to assume (default: data.tokenizer_vocab_size)");
+
+  auto* demo_cmd = app.add_subcommand("demo", "Print a tiny forward and backward pass (tensors and autograd at work)");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    // CLI11 prints help/version to stdout (exit 0) and errors to stderr; a bad command line exits 2.
+    // help and version go to stdout with status 0; a bad command line is status 2
     const int code = app.exit(e);
     return code == 0 ? 0 : 2;
   }
   try {
-    sf::init_threads();
-    if (demo->parsed()) return run_demo();
+    init_threads();
+    if (demo_cmd->parsed()) return run_demo();
+    if (train_cmd->parsed()) {
+      train::Config cfg = train::load_config(config_path, overrides);
+      return train::train(cfg, {resume});
+    }
+    if (translate_cmd->parsed()) return run_translate(targs);
+    if (eval_cmd->parsed()) return run_eval(eargs, eval_src, eval_ref);
+    if (bleu_cmd->parsed()) return run_bleu(bleu_ref, bleu_tok);
+    if (summary_cmd->parsed()) {
+      train::Config cfg = train::load_config(summary_config, summary_overrides);
+      const bool vocab_given = summary_cmd->count("--vocab") > 0;
+      std::cout << train::model_summary(cfg, vocab_given ? summary_vocab : cfg.data.tokenizer_vocab_size,
+                                        summary_len > 0 ? summary_len : 32, summary_batch);
+      return 0;
+    }
     std::cout << app.help();
     return 0;
   } catch (const std::exception& e) {

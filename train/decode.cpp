@@ -1,0 +1,230 @@
+#include "train/decode.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <tuple>
+
+#include "autograd/node.h"
+#include "autograd/ops.h"
+#include "data/tokenizer.h"
+
+namespace sf::train {
+
+namespace {
+
+constexpr std::int64_t kBos = data::kBosId;
+constexpr std::int64_t kEos = data::kEosId;
+
+// Number of non-pad tokens in each row of src (B,S).
+std::vector<std::int64_t> source_lengths(const Tensor& src, std::int64_t pad) {
+  const auto ids = src.to_vector<std::int64_t>();
+  const std::int64_t B = src.size(0), S = src.size(1);
+  std::vector<std::int64_t> lens(B, 0);
+  for (std::int64_t b = 0; b < B; ++b)
+    for (std::int64_t s = 0; s < S; ++s) lens[b] += ids[b * S + s] != pad;
+  return lens;
+}
+
+// Logits (rows, V) for the next token of every row. With the cache only the newest token is fed;
+// without it the whole prefix is decoded again and the last position is kept.
+Tensor next_logits(const nn::Seq2SeqTransformer& model, const nn::Seq2SeqTransformer::Encoded& enc,
+                   nn::DecoderCache& cache, const std::vector<std::vector<std::int64_t>>& prefixes, bool use_cache) {
+  const std::int64_t rows = static_cast<std::int64_t>(prefixes.size());
+  if (use_cache) {
+    std::vector<std::int64_t> last(rows);
+    for (std::int64_t r = 0; r < rows; ++r) last[r] = prefixes[r].back();
+    return model.decode_step(from_vector<std::int64_t>(last, {rows, 1}), enc, cache);  // (rows, V)
+  }
+  const std::int64_t T = static_cast<std::int64_t>(prefixes[0].size());
+  std::vector<std::int64_t> flat;
+  for (const auto& p : prefixes) flat.insert(flat.end(), p.begin(), p.end());
+  Tensor logits = model.decode(from_vector<std::int64_t>(flat, {rows, T}), enc);  // (rows, T, V)
+  return logits.narrow(1, T - 1, 1).squeeze(1).contiguous();                       // (rows, V)
+}
+
+// Repeats every row of the encoder output `times` times: (B, ...) -> (B*times, ...).
+nn::Seq2SeqTransformer::Encoded repeat_rows(const nn::Seq2SeqTransformer::Encoded& enc, std::int64_t times) {
+  const std::int64_t B = enc.memory.size(0);
+  std::vector<std::int64_t> idx;
+  for (std::int64_t b = 0; b < B; ++b)
+    for (std::int64_t k = 0; k < times; ++k) idx.push_back(b);
+  Tensor index = from_vector<std::int64_t>(idx, {B * times});
+  return {index_select(enc.memory, 0, index), index_select(enc.src_mask, 0, index)};
+}
+
+// Tokens a translation may never contain: padding and BOS (the model could in principle give
+// them some probability; generating them would be meaningless).
+bool forbidden(std::int64_t id, std::int64_t pad) { return id == pad || id == kBos; }
+
+// Most likely allowed token per row of logits (rows, V).
+std::vector<std::int64_t> argmax_rows(const Tensor& logits, std::int64_t pad) {
+  const std::int64_t rows = logits.size(0), V = logits.size(1);
+  const auto values = logits.to_vector<float>();
+  std::vector<std::int64_t> best(rows, kEos);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    float top = -std::numeric_limits<float>::infinity();
+    for (std::int64_t v = 0; v < V; ++v)
+      if (!forbidden(v, pad) && values[r * V + v] > top) top = values[r * V + v], best[r] = v;
+  }
+  return best;
+}
+
+}  // namespace
+
+std::int64_t max_target_length(const nn::Seq2SeqTransformer& model, std::int64_t src_len, const DecodeOptions& opt) {
+  const auto n = static_cast<std::int64_t>(std::ceil(opt.max_len_a * static_cast<double>(src_len))) + opt.max_len_b;
+  // the decoder input holds BOS plus the generated tokens, and must fit the position table
+  return std::clamp<std::int64_t>(n, 1, model.config().max_len - 1);
+}
+
+Tensor pad_batch(const std::vector<std::vector<std::int64_t>>& seqs, std::int64_t pad_id) {
+  std::int64_t S = 1;
+  for (const auto& s : seqs) S = std::max<std::int64_t>(S, static_cast<std::int64_t>(s.size()));
+  const std::int64_t B = static_cast<std::int64_t>(seqs.size());
+  std::vector<std::int64_t> flat(static_cast<std::size_t>(B * S), pad_id);
+  for (std::int64_t b = 0; b < B; ++b) std::copy(seqs[b].begin(), seqs[b].end(), flat.begin() + b * S);
+  return from_vector<std::int64_t>(flat, {B, S});
+}
+
+// ---- greedy -------------------------------------------------------------------------------
+std::vector<std::vector<std::int64_t>> greedy_decode(const nn::Seq2SeqTransformer& model, const Tensor& src,
+                                                     const DecodeOptions& opt) {
+  NoGradGuard no_grad;
+  const std::int64_t B = src.size(0), pad = model.config().pad_id;
+  const auto lens = source_lengths(src, pad);
+  std::vector<std::int64_t> limit(B);
+  std::int64_t longest = 0;
+  for (std::int64_t b = 0; b < B; ++b) longest = std::max(longest, limit[b] = max_target_length(model, lens[b], opt));
+
+  const auto enc = model.encode(src);  // memory: (B,S,D)
+  nn::DecoderCache cache = model.new_cache();
+  std::vector<std::vector<std::int64_t>> prefixes(B, std::vector<std::int64_t>{kBos});
+  std::vector<std::vector<std::int64_t>> out(B);
+  std::vector<bool> done(B, false);
+  for (std::int64_t t = 0; t < longest; ++t) {
+    const auto best = argmax_rows(next_logits(model, enc, cache, prefixes, opt.use_cache), pad);  // (B)
+    bool all_done = true;
+    for (std::int64_t b = 0; b < B; ++b) {
+      if (!done[b]) {  // a finished row keeps decoding with the batch, but its output is frozen
+        if (best[b] == kEos) {
+          done[b] = true;
+        } else {
+          out[b].push_back(best[b]);
+          done[b] = static_cast<std::int64_t>(out[b].size()) >= limit[b];
+        }
+      }
+      prefixes[b].push_back(best[b]);
+      all_done = all_done && done[b];
+    }
+    if (all_done) break;
+  }
+  return out;
+}
+
+// ---- beam search ---------------------------------------------------------------------------
+// Row b*K + k of every (B*K, ...) tensor is beam k of sentence b. At each step every alive beam
+// is extended by every token; per sentence the 2K best extensions by total log-probability are
+// considered in order: an EOS among the first K finishes a hypothesis (score normalised by
+// length^alpha), other tokens fill the K beams of the next step. A sentence is done when it has K
+// finished hypotheses or reaches its maximum length (then its alive beams finish as they are).
+std::vector<std::vector<std::int64_t>> beam_search(const nn::Seq2SeqTransformer& model, const Tensor& src,
+                                                   const DecodeOptions& opt) {
+  NoGradGuard no_grad;
+  const std::int64_t B = src.size(0), K = opt.beam, pad = model.config().pad_id;
+  if (K < 1) throw std::invalid_argument("beam_search: beam must be >= 1, got " + std::to_string(K));
+  const auto lens = source_lengths(src, pad);
+  std::vector<std::int64_t> limit(B);
+  std::int64_t longest = 0;
+  for (std::int64_t b = 0; b < B; ++b) longest = std::max(longest, limit[b] = max_target_length(model, lens[b], opt));
+
+  const auto enc = repeat_rows(model.encode(src), K);  // memory: (B*K,S,D)
+  nn::DecoderCache cache = model.new_cache();
+  const double neg_inf = -std::numeric_limits<double>::infinity();
+  std::vector<std::vector<std::int64_t>> prefixes(B * K, std::vector<std::int64_t>{kBos});
+  std::vector<double> scores(B * K, neg_inf);  // total log-probability of each alive beam
+  for (std::int64_t b = 0; b < B; ++b) scores[b * K] = 0.0;  // step 0: only beam 0 is real
+  struct Finished {
+    double score;  // normalised by length^alpha
+    std::vector<std::int64_t> tokens;
+  };
+  std::vector<std::vector<Finished>> finished(B);
+  std::vector<bool> done(B, false);
+
+  for (std::int64_t t = 0; t < longest; ++t) {
+    Tensor logits = next_logits(model, enc, cache, prefixes, opt.use_cache);  // (B*K, V)
+    const std::int64_t V = logits.size(1);
+    const auto logp = log_softmax(logits, -1).to_vector<float>();
+    const double norm = std::pow(static_cast<double>(t + 1), opt.length_penalty);  // tokens incl. EOS
+
+    std::vector<std::int64_t> from_row(B * K), token(B * K);
+    std::vector<double> new_scores(B * K, neg_inf);
+    for (std::int64_t b = 0; b < B; ++b) {
+      for (std::int64_t k = 0; k < K; ++k) from_row[b * K + k] = b * K + k, token[b * K + k] = kEos;
+      if (done[b]) continue;
+      // candidates (total score, row, token), best 2K first
+      std::vector<std::tuple<double, std::int64_t, std::int64_t>> cand;
+      for (std::int64_t k = 0; k < K; ++k) {
+        const std::int64_t row = b * K + k;
+        if (scores[row] == neg_inf) continue;
+        for (std::int64_t v = 0; v < V; ++v)
+          if (!forbidden(v, pad)) cand.emplace_back(scores[row] + logp[row * V + v], row, v);
+      }
+      const std::size_t keep = std::min<std::size_t>(cand.size(), 2 * K);
+      std::partial_sort(cand.begin(), cand.begin() + keep, cand.end(),
+                        [](const auto& x, const auto& y) { return std::get<0>(x) > std::get<0>(y); });
+      std::int64_t alive = 0;
+      for (std::size_t i = 0; i < keep && alive < K; ++i) {
+        const auto [total, row, v] = cand[i];
+        if (v == kEos) {
+          if (static_cast<std::int64_t>(i) < K)
+            finished[b].push_back({total / norm, {prefixes[row].begin() + 1, prefixes[row].end()}});
+          continue;
+        }
+        from_row[b * K + alive] = row;
+        token[b * K + alive] = v;
+        new_scores[b * K + alive] = total;
+        ++alive;
+      }
+      if (t + 1 >= limit[b]) {  // out of length: the alive beams finish as they are
+        for (std::int64_t k = 0; k < alive; ++k) {
+          std::vector<std::int64_t> toks(prefixes[from_row[b * K + k]].begin() + 1, prefixes[from_row[b * K + k]].end());
+          toks.push_back(token[b * K + k]);
+          finished[b].push_back({new_scores[b * K + k] / norm, std::move(toks)});
+        }
+        done[b] = true;
+      } else if (static_cast<std::int64_t>(finished[b].size()) >= K || alive == 0) {
+        done[b] = true;
+      }
+      if (done[b])
+        for (std::int64_t k = 0; k < K; ++k) new_scores[b * K + k] = neg_inf;
+    }
+    if (std::all_of(done.begin(), done.end(), [](bool d) { return d; })) break;
+    // move every beam to the row it continues from, then append its new token
+    std::vector<std::vector<std::int64_t>> next_prefixes(B * K);
+    for (std::int64_t r = 0; r < B * K; ++r) {
+      next_prefixes[r] = prefixes[from_row[r]];
+      next_prefixes[r].push_back(token[r]);
+    }
+    prefixes = std::move(next_prefixes);
+    scores = new_scores;
+    if (opt.use_cache) cache.reorder(from_vector<std::int64_t>(from_row, {B * K}));
+  }
+
+  std::vector<std::vector<std::int64_t>> out(B);
+  for (std::int64_t b = 0; b < B; ++b) {
+    const Finished* best = nullptr;
+    for (const auto& f : finished[b])
+      if (!best || f.score > best->score) best = &f;
+    if (best) out[b] = best->tokens;
+  }
+  return out;
+}
+
+std::vector<std::vector<std::int64_t>> translate_batch(const nn::Seq2SeqTransformer& model, const Tensor& src,
+                                                       const DecodeOptions& opt) {
+  return opt.beam <= 1 ? greedy_decode(model, src, opt) : beam_search(model, src, opt);
+}
+
+}  // namespace sf::train

@@ -1,0 +1,47 @@
+// Decoding: turning a source sentence into a target sentence with a trained model.
+//
+//   greedy  at each step take the most likely next token (batched, KV-cached)
+//   beam    keep the `beam` best partial translations by total log-probability, expanding each by
+//           every token; a finished hypothesis (it produced EOS) is scored with a length
+//           penalty, score / length^alpha, so long translations are not unfairly punished
+//
+// Both stop a sentence at EOS or at its maximum length, max_len_a * source_length + max_len_b
+// (capped by the model's max_len), and return token ids without BOS/EOS.
+// Letters: B sentences, S source length, K beam size, V vocabulary.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "autograd/tensor.h"
+#include "nn/seq2seq.h"
+
+namespace sf::train {
+
+struct DecodeOptions {
+  std::int64_t beam = 1;          // 1 = greedy
+  double length_penalty = 1.0;    // alpha in score / length^alpha (beam search only)
+  double max_len_a = 1.5;         // max target length = a * source length + b
+  std::int64_t max_len_b = 10;
+  bool use_cache = true;          // false recomputes the whole prefix each step (slow; for teaching and tests)
+};
+
+// The maximum number of generated tokens (EOS included) for a source of `src_len` tokens.
+std::int64_t max_target_length(const nn::Seq2SeqTransformer& model, std::int64_t src_len, const DecodeOptions& opt);
+
+// src: (B,S) int64 padded with the model's pad id. Returns B token sequences.
+std::vector<std::vector<std::int64_t>> greedy_decode(const nn::Seq2SeqTransformer& model, const Tensor& src,
+                                                     const DecodeOptions& opt);
+
+// Beam search over every sentence of the batch at once (B*K rows share one KV cache).
+std::vector<std::vector<std::int64_t>> beam_search(const nn::Seq2SeqTransformer& model, const Tensor& src,
+                                                   const DecodeOptions& opt);
+
+// greedy_decode or beam_search according to opt.beam.
+std::vector<std::vector<std::int64_t>> translate_batch(const nn::Seq2SeqTransformer& model, const Tensor& src,
+                                                       const DecodeOptions& opt);
+
+// Pads token sequences into a (B, max length) int64 tensor (what translate_batch takes).
+Tensor pad_batch(const std::vector<std::vector<std::int64_t>>& seqs, std::int64_t pad_id);
+
+}  // namespace sf::train

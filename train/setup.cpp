@@ -1,0 +1,111 @@
+#include "train/setup.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "nn/feed_forward.h"
+#include "train/checkpoint.h"
+#include "train/safetensors.h"
+
+namespace sf::train {
+
+namespace fs = std::filesystem;
+
+nn::ModelConfig model_config_from(const ModelSection& m, std::int64_t src_vocab, std::int64_t tgt_vocab) {
+  nn::ModelConfig c;
+  c.src_vocab = src_vocab;
+  c.tgt_vocab = tgt_vocab;
+  c.d_model = m.d_model;
+  c.n_heads = m.n_heads;
+  c.n_kv_heads = m.n_kv_heads;
+  c.d_ff = m.d_ff;
+  c.encoder_layers = m.encoder_layers;
+  c.decoder_layers = m.decoder_layers;
+  c.dropout = m.dropout;
+  c.attention_dropout = m.attention_dropout;
+  c.activation = nn::parse_activation(m.activation);
+  c.norm = nn::parse_norm(m.norm);
+  c.norm_position = nn::parse_norm_position(m.norm_position);
+  c.positional = nn::parse_positional(m.positional);
+  c.share_embeddings = m.share_embeddings;
+  c.tie_output = m.tie_output;
+  c.max_len = m.max_len;
+  c.pad_id = data::kPadId;
+  c.validate();
+  return c;
+}
+
+Tokenizers load_or_train_tokenizers(const Config& cfg, std::uint64_t seed) {
+  const fs::path dir(cfg.run.dir);
+  const int vocab = static_cast<int>(cfg.data.tokenizer_vocab_size);
+  if (cfg.data.joint_tokenizer) {
+    auto t = data::Tokenizer::load_or_train({cfg.data.train_src, cfg.data.train_tgt}, (dir / "spm.model").string(), vocab,
+                                            cfg.data.tokenizer_type, seed);
+    return {t, t};
+  }
+  return {data::Tokenizer::load_or_train({cfg.data.train_src}, (dir / "spm.src.model").string(), vocab,
+                                         cfg.data.tokenizer_type, seed),
+          data::Tokenizer::load_or_train({cfg.data.train_tgt}, (dir / "spm.tgt.model").string(), vocab,
+                                         cfg.data.tokenizer_type, seed)};
+}
+
+Tokenizers load_tokenizers(const Config& cfg, const std::string& run_dir) {
+  const fs::path dir(run_dir);
+  if (cfg.data.joint_tokenizer) {
+    auto t = data::Tokenizer::load((dir / "spm.model").string());
+    return {t, t};
+  }
+  return {data::Tokenizer::load((dir / "spm.src.model").string()), data::Tokenizer::load((dir / "spm.tgt.model").string())};
+}
+
+Config config_from_string(const std::string& toml_text, const std::string& origin) {
+  // load_config reads files; give it one (paths inside are already absolute).
+  std::string tmpl = (fs::temp_directory_path() / "scratchformer-config-XXXXXX").string();
+  const int fd = mkstemp(tmpl.data());
+  if (fd < 0) throw std::runtime_error("cannot create a temporary file to read the config of " + origin);
+  close(fd);
+  {
+    std::ofstream out(tmpl);
+    out << toml_text;
+  }
+  try {
+    Config c = load_config(tmpl);
+    fs::remove(tmpl);
+    c.source_path = origin;
+    return c;
+  } catch (const ConfigError& e) {
+    fs::remove(tmpl);
+    throw CheckpointError(origin + ": the config stored in the checkpoint is invalid: " + e.what());
+  }
+}
+
+InferenceModel load_inference_model(const std::string& checkpoint_path) {
+  if (!fs::exists(checkpoint_path)) throw CheckpointError(checkpoint_path + ": no such checkpoint file");
+  LoadedCheckpoint ck = load_checkpoint(checkpoint_path);
+  InferenceModel im;
+  im.config = config_from_string(ck.config_toml, checkpoint_path);
+  im.step = ck.state.step;
+  const std::string run_dir = fs::absolute(checkpoint_path).parent_path().string();
+  im.tokenizers = std::make_unique<Tokenizers>(load_tokenizers(im.config, run_dir));
+  if (im.tokenizers->src.vocab_size() != ck.src_vocab || im.tokenizers->tgt.vocab_size() != ck.tgt_vocab)
+    throw CheckpointError(checkpoint_path + ": the tokenizer beside it has vocabulary " +
+                          std::to_string(im.tokenizers->src.vocab_size()) + "/" + std::to_string(im.tokenizers->tgt.vocab_size()) +
+                          " but the checkpoint was trained with " + std::to_string(ck.src_vocab) + "/" +
+                          std::to_string(ck.tgt_vocab));
+  im.init_gen = std::make_unique<Generator>(0);
+  im.model = std::make_unique<nn::Seq2SeqTransformer>(model_config_from(im.config.model, ck.src_vocab, ck.tgt_vocab),
+                                                      *im.init_gen);
+  try {
+    im.model->load_state_dict(ck.model);
+  } catch (const std::invalid_argument& e) {
+    throw CheckpointError(checkpoint_path + ": " + e.what());
+  }
+  im.model->eval();
+  return im;
+}
+
+}  // namespace sf::train

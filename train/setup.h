@@ -1,0 +1,41 @@
+// Turning a config (and a run directory) into the objects a command needs: the model's
+// hyper-parameters, the tokenizers, a model loaded from a checkpoint for translation.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "data/tokenizer.h"
+#include "nn/seq2seq.h"
+#include "train/config.h"
+
+namespace sf::train {
+
+// [model] section + vocabulary sizes -> the nn layer's ModelConfig (validated).
+nn::ModelConfig model_config_from(const ModelSection& m, std::int64_t src_vocab, std::int64_t tgt_vocab);
+
+// The tokenizers of a run: one joint model (spm.model) or one per side (spm.src.model,
+// spm.tgt.model), in the run directory.
+struct Tokenizers {
+  data::Tokenizer src;
+  data::Tokenizer tgt;
+};
+// Loads the run's tokenizers, training them on the training corpus first if they do not exist.
+Tokenizers load_or_train_tokenizers(const Config& cfg, std::uint64_t seed);
+// Loads the tokenizers that sit beside a checkpoint (its directory is the run directory).
+Tokenizers load_tokenizers(const Config& cfg, const std::string& run_dir);
+
+// A trained model ready to translate: the config it was trained with, its tokenizers, weights.
+struct InferenceModel {
+  Config config;
+  std::unique_ptr<Generator> init_gen;  // only used to build the modules before loading weights
+  std::unique_ptr<nn::Seq2SeqTransformer> model;
+  std::unique_ptr<Tokenizers> tokenizers;
+  std::int64_t step = 0;  // training steps behind the weights
+};
+InferenceModel load_inference_model(const std::string& checkpoint_path);
+
+// Parses a config held in a string (a checkpoint's metadata), naming `origin` in errors.
+Config config_from_string(const std::string& toml_text, const std::string& origin);
+
+}  // namespace sf::train

@@ -1,0 +1,124 @@
+#include "train/summary.h"
+
+#include <iomanip>
+#include <locale>
+#include <sstream>
+
+#include "nn/seq2seq.h"
+#include "train/setup.h"
+
+namespace sf::train {
+
+namespace {
+
+std::string with_commas(double v) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(0) << v;
+  std::string s = os.str(), out;
+  int n = 0;
+  for (auto it = s.rbegin(); it != s.rend(); ++it) {
+    if (n && n % 3 == 0 && *it != '-') out.insert(out.begin(), ',');
+    out.insert(out.begin(), *it);
+    ++n;
+  }
+  return out;
+}
+
+std::string human(double v) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(2);
+  if (v >= 1e9) os << v / 1e9 << " G";
+  else if (v >= 1e6) os << v / 1e6 << " M";
+  else if (v >= 1e3) os << v / 1e3 << " k";
+  else os << v << " ";
+  return os.str();
+}
+
+void tree(const nn::Module& m, const std::string& name, const std::string& prefix, bool last, bool root,
+          std::ostringstream& os) {
+  const std::string label = (root ? "" : prefix + (last ? "└─ " : "├─ ")) + name + " (" + m.type_name() + ")";
+  os << std::left << std::setw(60) << label << std::right << std::setw(14) << with_commas(static_cast<double>(m.parameter_count()))
+     << "\n";
+  const auto& kids = m.children();
+  for (std::size_t i = 0; i < kids.size(); ++i)
+    tree(*kids[i].second, kids[i].first, root ? "" : prefix + (last ? "   " : "│  "), i + 1 == kids.size(), false, os);
+}
+
+}  // namespace
+
+std::string module_tree(const nn::Module& root, const std::string& root_name) {
+  std::ostringstream os;
+  os << std::left << std::setw(60) << "module" << std::right << std::setw(14) << "parameters" << "\n";
+  tree(root, root_name, "", true, true, os);
+  return os.str();
+}
+
+FlopsPerToken flops_per_token(const nn::ModelConfig& m, std::int64_t length) {
+  const double D = static_cast<double>(m.d_model), F = static_cast<double>(m.d_ff), T = static_cast<double>(length);
+  const double kv = static_cast<double>(m.kv_heads() * m.head_dim());  // width of k and v
+  const double Le = static_cast<double>(m.encoder_layers), Ld = static_cast<double>(m.decoder_layers);
+  const double V = static_cast<double>(m.tgt_vocab);
+  const double ffn = 2 * (2 * D * F) + (m.activation == nn::Activation::SwiGLU ? 2 * D * F : 0);
+  const double attn_proj = 2 * (2 * D * D + 2 * D * kv);  // q, out: D x D; k, v: D x kv
+  FlopsPerToken f;
+  // encoder (one source token per target token: equal lengths)
+  f.projections += Le * (attn_proj + ffn);
+  f.attention += Le * (2 * T * D + 2 * T * D);  // scores q·k over T keys, then weights·v
+  // decoder: self-attention, cross-attention, feed-forward
+  f.projections += Ld * (attn_proj + attn_proj + ffn);
+  f.attention += Ld * 2 * (2 * T * D + 2 * T * D);
+  f.projections += 2 * D * V;  // output projection to the vocabulary
+  return f;
+}
+
+std::string model_summary(const Config& cfg, std::int64_t vocab, std::int64_t length, std::int64_t batch) {
+  Generator gen(0);
+  const nn::ModelConfig m = model_config_from(cfg.model, vocab, vocab);
+  nn::Seq2SeqTransformer model(m, gen);
+  std::ostringstream os;
+  const double D = static_cast<double>(m.d_model), F = static_cast<double>(m.d_ff), V = static_cast<double>(vocab);
+  const double kv = static_cast<double>(m.kv_heads() * m.head_dim());
+  os << "Model from " << cfg.source_path << ": D=" << m.d_model << " H=" << m.n_heads << " Hkv=" << m.kv_heads()
+     << " Dh=" << m.head_dim() << " F=" << m.d_ff << " layers " << m.encoder_layers << "+" << m.decoder_layers
+     << " V=" << vocab << " (" << cfg.model.norm_position << "-" << cfg.model.norm << ", " << cfg.model.positional
+     << ", " << cfg.model.activation << ")\n\n";
+  os << module_tree(model, "model") << "\n";
+
+  const double attn = 2 * D * D + 2 * D * kv + (2 * D + 2 * kv);  // weights + biases
+  const double ffn = 2 * D * F + F + D + (m.activation == nn::Activation::SwiGLU ? D * F + F : 0);
+  const double norm = m.norm == nn::NormKind::LayerNorm ? 2 * D : D;
+  const double enc_layer = attn + ffn + 2 * norm, dec_layer = 2 * attn + ffn + 3 * norm;
+  const double embed = V * D * (m.share_embeddings ? 1 : 2) + (m.tie_output ? 0 : V * D);
+  const double learned = m.positional == nn::PositionalKind::Learned ? 2 * static_cast<double>(m.max_len) * D : 0;
+  const double final_norms = m.norm_position == nn::NormPosition::Pre ? 2 * norm : 0;
+  const double estimate = static_cast<double>(m.encoder_layers) * enc_layer + static_cast<double>(m.decoder_layers) * dec_layer +
+                          embed + learned + final_norms;
+  os << "Parameters against the lecture's formulas\n";
+  os << "  attention block   4D² = " << with_commas(4 * D * D) << "   exact " << with_commas(attn)
+     << (kv != D ? "  (grouped-query: 2D² + 2·D·Hkv·Dh)" : "") << "\n";
+  os << "  feed-forward      2·D·F = " << with_commas(2 * D * F) << "   exact " << with_commas(ffn) << "\n";
+  os << "  encoder layer     12D² = " << with_commas(12 * D * D) << " (at F = 4D)   exact " << with_commas(enc_layer) << "\n";
+  os << "  decoder layer     16D² = " << with_commas(16 * D * D) << " (at F = 4D)   exact " << with_commas(dec_layer) << "\n";
+  os << "  embeddings        V·D = " << with_commas(V * D) << " x" << (m.share_embeddings ? 1 : 2)
+     << (m.tie_output ? " (output tied)" : " + output V·D") << "\n";
+  os << "  total             formula " << with_commas(estimate) << "   model " << with_commas(static_cast<double>(model.parameter_count()))
+     << "\n\n";
+
+  const FlopsPerToken f = flops_per_token(m, length);
+  os << "Forward FLOPs per target token at T = " << length << " (source and target)\n";
+  os << "  projections (O(T·D²) per sentence)  " << human(f.projections) << "FLOP\n";
+  os << "  attention   (O(T²·D) per sentence)  " << human(f.attention) << "FLOP\n";
+  os << "  attention share " << std::fixed << std::setprecision(1) << 100 * f.attention / (f.attention + f.projections)
+     << "%; attention overtakes the projections near T = "
+     << with_commas(f.projections / (f.attention / static_cast<double>(length))) << "\n";
+  os << "  training step ~ 3x forward: " << human(3 * (f.projections + f.attention)) << "FLOP per target token\n\n";
+
+  const double Lq = static_cast<double>(length), B = static_cast<double>(batch), layers = static_cast<double>(m.decoder_layers);
+  const double self_cache = 2 * B * Lq * static_cast<double>(m.kv_heads()) * static_cast<double>(m.head_dim()) * layers * 4;
+  os << "KV cache for B = " << batch << ", L = " << length << " (float32)\n";
+  os << "  decoder self-attention 2·B·L·Hkv·Dh·layers·4 bytes = " << human(self_cache) << "B\n";
+  os << "  cross-attention (source keys/values, same size at S = L) = " << human(self_cache) << "B\n";
+  return os.str();
+}
+
+}  // namespace sf::train

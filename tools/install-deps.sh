@@ -12,6 +12,7 @@ packages=(
   libtoml11-dev                      # config files
   nlohmann-json3-dev                 # safetensors headers, test data
   libfmt-dev                         # formatting
+  gdb                                # the debugger test (tests/gdb) and docs/debugging.md
 )
 
 missing=()

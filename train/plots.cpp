@@ -1,0 +1,881 @@
+// SVG pictures, written by hand (see plots.h for what each one shows).
+//
+// Layout is plain arithmetic in pixels: a Frame is a plot rectangle with an x and a y Axis that
+// map data values to pixels; draw_frame() draws its grid, ticks and labels, and the callers add
+// rectangles, lines and dots inside it. Labels are measured with text_width(), an estimate from
+// the character count, which is what keeps rotated token labels from overlapping the maps.
+#include "train/plots.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <stdexcept>
+
+namespace sf::train {
+namespace {
+
+constexpr const char* kFontFamily = "DejaVu Sans, Noto Sans, Arial, Helvetica, sans-serif";
+constexpr const char* kReplacement = "\xEF\xBF\xBD";  // U+FFFD, the Unicode replacement character
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// ---- UTF-8 ----
+
+// Decodes the code point starting at s[i] and advances i past it. Returns false (and advances i
+// by one byte) for an invalid sequence: a stray continuation byte, a truncated sequence, an
+// overlong encoding, a UTF-16 surrogate, or a value above U+10FFFF.
+bool next_code_point(const std::string& s, std::size_t& i, char32_t& cp) {
+  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char b0 = byte(i);
+  int extra;
+  char32_t min_value;
+  if (b0 < 0x80) return cp = b0, ++i, true;
+  if ((b0 & 0xE0) == 0xC0) extra = 1, cp = b0 & 0x1F, min_value = 0x80;
+  else if ((b0 & 0xF0) == 0xE0) extra = 2, cp = b0 & 0x0F, min_value = 0x800;
+  else if ((b0 & 0xF8) == 0xF0) extra = 3, cp = b0 & 0x07, min_value = 0x10000;
+  else return ++i, false;
+  if (i + extra >= s.size()) return ++i, false;  // truncated at the end of the string
+  for (int k = 1; k <= extra; ++k) {
+    if ((byte(i + k) & 0xC0) != 0x80) return ++i, false;
+    cp = (cp << 6) | (byte(i + k) & 0x3F);
+  }
+  if (cp < min_value || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return ++i, false;
+  i += extra + 1;
+  return true;
+}
+
+// Wide characters (CJK, Hangul, kana, full-width forms, emoji) take about 1 em; the rest about
+// 0.6 em. The ranges are the main East Asian Wide blocks of Unicode.
+bool is_wide(char32_t cp) {
+  return (cp >= 0x1100 && cp <= 0x115F) || (cp >= 0x2E80 && cp <= 0xA4CF) || (cp >= 0xAC00 && cp <= 0xD7A3) ||
+         (cp >= 0xF900 && cp <= 0xFAFF) || (cp >= 0xFE30 && cp <= 0xFE4F) || (cp >= 0xFF00 && cp <= 0xFF60) ||
+         (cp >= 0xFFE0 && cp <= 0xFFE6) || (cp >= 0x1F300 && cp <= 0x1FAFF) || (cp >= 0x20000 && cp <= 0x3FFFD);
+}
+
+// `label` cut to at most `max_width` px at font `size`, with "…" where it was cut.
+std::string shorten(const std::string& label, double size, double max_width) {
+  if (text_width(label, size) <= max_width) return label;
+  const double budget = max_width - text_width("…", size);
+  std::string out;
+  double used = 0;
+  for (std::size_t i = 0; i < label.size();) {
+    const std::size_t start = i;
+    char32_t cp;
+    const bool ok = next_code_point(label, i, cp);
+    const double w = size * (ok && is_wide(cp) ? 1.0 : 0.6);
+    if (used + w > budget) break;
+    used += w;
+    out.append(label, start, i - start);
+  }
+  return out + "…";
+}
+
+// ---- numbers ----
+
+// A coordinate or size: at most two decimals, no trailing zeros ("12", "3.5", "-0.25").
+std::string num(double v) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.2f", v);
+  std::string s = buf;
+  if (s.find('.') != std::string::npos) {
+    while (s.back() == '0') s.pop_back();
+    if (s.back() == '.') s.pop_back();
+  }
+  return s == "-0" ? "0" : s;
+}
+
+// A tick label for `v` on an axis whose ticks are `step` apart: as many decimals as the step
+// needs ("0.25", "1500"), or scientific notation for very small steps or very large values
+// ("2e-5", "1.5e7").
+std::string tick_label(double v, double step) {
+  if (std::abs(v) < step * 1e-6) return "0";
+  char buf[48];
+  int decimals = 0;  // the fewest that write the step exactly: 0.25 -> 2, 500 -> 0
+  while (decimals < 6) {
+    const double scaled = step * std::pow(10.0, decimals);
+    if (std::abs(scaled - std::round(scaled)) < 1e-6 * scaled) break;
+    ++decimals;
+  }
+  if (decimals > 4 || std::abs(v) >= 1e7) {
+    std::snprintf(buf, sizeof buf, "%.3g", v);
+    std::string s = buf;  // "2e-05" -> "2e-5", "1.5e+07" -> "1.5e7"
+    for (const char* pat : {"e-0", "e+0", "e+"}) {
+      const auto at = s.find(pat);
+      if (at != std::string::npos) s.replace(at, std::strlen(pat), pat[1] == '-' ? "e-" : "e");
+    }
+    return s;
+  }
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+// A value for a tooltip: four significant digits.
+std::string short_value(double v) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.4g", v);
+  return buf;
+}
+
+// ---- axes ----
+
+// A linear axis: data range [lo, hi] with ticks every `step`.
+struct Axis {
+  double lo = 0, hi = 1, step = 0.5;
+  std::vector<double> ticks;
+};
+
+// 1, 2 or 5 times a power of ten, the first such number >= x.
+double nice_step(double x) {
+  const double p = std::pow(10.0, std::floor(std::log10(x)));
+  for (double m : {1.0, 2.0, 5.0, 10.0})
+    if (m * p >= x * (1 - 1e-9)) return m * p;
+  return 10 * p;
+}
+
+// An axis covering [lo, hi] with about `target` ticks at round numbers. The range is widened to
+// the ticks just outside it, so the data never touches the frame; a zero-width range is widened.
+Axis make_axis(double lo, double hi, int target = 5) {
+  if (!(hi > lo)) {
+    const double pad = lo == 0 ? 1 : std::abs(lo) * 0.1;
+    lo -= pad, hi += pad;
+  }
+  Axis a;
+  a.step = nice_step((hi - lo) / target);
+  a.lo = std::floor(lo / a.step + 1e-9) * a.step;
+  a.hi = std::ceil(hi / a.step - 1e-9) * a.step;
+  for (double t = a.lo; t <= a.hi + a.step * 1e-6; t += a.step) a.ticks.push_back(std::abs(t) < a.step * 1e-9 ? 0 : t);
+  return a;
+}
+
+// A plot rectangle (x, y, w, h in px) and the axes that map data into it. The y axis points up
+// unless y_down (then y = ay.lo is at the top, as rows of a table are).
+struct Frame {
+  double x, y, w, h;
+  Axis ax, ay;
+  bool y_down = false;
+  double px(double v) const { return x + (v - ax.lo) / (ax.hi - ax.lo) * w; }
+  double py(double v) const {
+    const double f = (v - ay.lo) / (ay.hi - ay.lo);
+    return y_down ? y + f * h : y + h - f * h;
+  }
+};
+
+const Paint kGrid{.stroke = "#e4e4e4"};
+const Paint kFrameLine{.stroke = "#555555"};
+constexpr double kTickFont = 11;
+constexpr double kLabelFont = 12.5;
+constexpr double kTitleFont = 15;
+
+// Grid lines and tick labels at the axes' ticks, a frame, the axis labels and a panel title above
+// the frame (left-aligned). Returns nothing: everything goes into `svg`.
+void draw_frame(SvgWriter& svg, const Frame& f, const std::string& x_label, const std::string& y_label,
+                const std::string& title, bool grid = true) {
+  for (double t : f.ax.ticks) {
+    const double x = f.px(t);
+    if (grid) svg.line(x, f.y, x, f.y + f.h, kGrid);
+    svg.line(x, f.y + f.h, x, f.y + f.h + 4, kFrameLine);
+    svg.text(x, f.y + f.h + 6 + kTickFont, tick_label(t, f.ax.step), {.size = kTickFont, .anchor = "middle"});
+  }
+  double widest = 0;
+  for (double t : f.ay.ticks) {
+    const double y = f.py(t);
+    const std::string label = tick_label(t, f.ay.step);
+    widest = std::max(widest, text_width(label, kTickFont));
+    if (grid) svg.line(f.x, y, f.x + f.w, y, kGrid);
+    svg.line(f.x - 4, y, f.x, y, kFrameLine);
+    svg.text(f.x - 7, y + 0.35 * kTickFont, label, {.size = kTickFont, .anchor = "end"});
+  }
+  svg.rect(f.x, f.y, f.w, f.h, kFrameLine);
+  if (!x_label.empty())
+    svg.text(f.x + f.w / 2, f.y + f.h + 10 + kTickFont + kLabelFont, x_label, {.size = kLabelFont, .anchor = "middle"});
+  if (!y_label.empty()) {
+    const double x = f.x - 12 - widest - 0.3 * kLabelFont;
+    svg.text(x, f.y + f.h / 2, y_label, {.size = kLabelFont, .anchor = "middle", .rotate = -90});
+  }
+  if (!title.empty()) svg.text(f.x, f.y - 10, title, {.size = 13, .bold = true});
+}
+
+// Thins a polyline to what a screen can show: points are grouped by half-pixel column of x, and
+// each group keeps its first, lowest, highest and last point (in their order), so peaks and
+// corners (the end of a warmup) survive. Short lines are returned unchanged.
+std::vector<std::pair<double, double>> thin_points(const std::vector<std::pair<double, double>>& pts) {
+  constexpr std::size_t kMaxPoints = 2000;  // below this, every point is kept
+  if (pts.size() <= kMaxPoints) return pts;
+  std::vector<std::pair<double, double>> out;
+  std::size_t begin = 0;
+  while (begin < pts.size()) {
+    const double column = std::floor(pts[begin].first * 2);
+    std::size_t end = begin;
+    std::size_t low = begin, high = begin;
+    while (end < pts.size() && std::floor(pts[end].first * 2) == column) {
+      if (pts[end].second < pts[low].second) low = end;
+      if (pts[end].second > pts[high].second) high = end;
+      ++end;
+    }
+    std::vector<std::size_t> keep = {begin, low, high, end - 1};
+    std::sort(keep.begin(), keep.end());
+    keep.erase(std::unique(keep.begin(), keep.end()), keep.end());
+    for (std::size_t k : keep) out.push_back(pts[k]);
+    begin = end;
+  }
+  return out;
+}
+
+// ---- colour bars ----
+
+// A vertical colour bar at (x, y), `h` tall: `colour(v)` for v from `lo` (bottom) to `hi` (top),
+// drawn as a linear gradient with 21 stops, and ticks at `ticks`.
+template <class ColourFn>
+void colour_bar(SvgWriter& svg, double x, double y, double h, double lo, double hi, const std::vector<double>& ticks,
+                const std::string& id, ColourFn colour) {
+  std::string stops;
+  constexpr int kStops = 21;
+  for (int k = 0; k < kStops; ++k) {
+    const double f = static_cast<double>(k) / (kStops - 1);  // 0 at the top of the bar
+    stops += "<stop offset=\"" + num(f) + "\" stop-color=\"" + colour(hi - f * (hi - lo)).hex() + "\"/>";
+  }
+  svg.defs("<linearGradient id=\"" + id + "\" x1=\"0\" y1=\"0\" x2=\"0\" y2=\"1\">" + stops + "</linearGradient>");
+  constexpr double kBarWidth = 14;
+  svg.rect(x, y, kBarWidth, h, {.fill = "url(#" + id + ")", .stroke = "#555555", .css_class = "colour-bar"});
+  const double step = ticks.size() > 1 ? ticks[1] - ticks[0] : 1;
+  for (double t : ticks) {
+    const double ty = y + (hi - t) / (hi - lo) * h;
+    svg.line(x + kBarWidth, ty, x + kBarWidth + 4, ty, kFrameLine);
+    svg.text(x + kBarWidth + 7, ty + 0.35 * kTickFont, tick_label(t, step), {.size = kTickFont});
+  }
+}
+
+// ---- heatmaps ----
+
+constexpr double kOverlap = 0.4;  // px a heatmap cell reaches under its neighbours (see draw_heatmap)
+
+// The hatch for masked cells: light grey with darker diagonal stripes.
+constexpr const char* kMaskedPattern =
+    "<pattern id=\"masked\" width=\"5\" height=\"5\" patternUnits=\"userSpaceOnUse\" "
+    "patternTransform=\"rotate(45)\"><rect width=\"5\" height=\"5\" fill=\"#f4f4f4\"/>"
+    "<line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"5\" stroke=\"#c4c4c4\" stroke-width=\"2\"/></pattern>";
+
+// Sizes shared by every map in a grid, so the maps line up.
+struct GridLayout {
+  double cell;          // side of one cell, px
+  double font;          // token label font size
+  int label_every;      // label every k-th token when cells are too small for every label
+  double row_label_w;   // room left of a map for the query labels
+  double col_label_h;   // room below a map for the (rotated) key labels
+  double slot_w, slot_h;  // one map with its labels and the gap to the next
+};
+
+constexpr double kMaxLabelWidth = 120;  // longer tokens are cut with "…"
+constexpr double kMapTitleHeight = 22;
+
+GridLayout grid_layout(const std::vector<Heatmap>& maps) {
+  std::int64_t most_rows = 1, most_cols = 1;
+  for (const Heatmap& m : maps)
+    most_rows = std::max(most_rows, m.weights.size(0)), most_cols = std::max(most_cols, m.weights.size(1));
+  GridLayout g{};
+  // About 320 px for the longer side of a map, cells between 5 and 22 px.
+  g.cell = std::clamp(320.0 / static_cast<double>(std::max(most_rows, most_cols)), 5.0, 22.0);
+  g.font = std::clamp(g.cell * 0.62, 8.5, 11.0);
+  g.label_every = static_cast<int>(std::ceil(g.font * 1.15 / g.cell));
+  double row_w = 0, col_h = 0;
+  for (const Heatmap& m : maps) {
+    for (const std::string& l : m.row_labels) row_w = std::max(row_w, text_width(shorten(l, g.font, kMaxLabelWidth), g.font));
+    for (const std::string& l : m.col_labels) col_h = std::max(col_h, text_width(shorten(l, g.font, kMaxLabelWidth), g.font));
+  }
+  g.row_label_w = row_w + 8;
+  g.col_label_h = col_h + 8;
+  double title_w = 0;
+  for (const Heatmap& m : maps) title_w = std::max(title_w, text_width(m.title, 12));
+  g.slot_w = g.row_label_w + std::max(static_cast<double>(most_cols) * g.cell, title_w) + 28;
+  g.slot_h = kMapTitleHeight + static_cast<double>(most_rows) * g.cell + g.col_label_h + 18;
+  return g;
+}
+
+void check_heatmap(const Heatmap& m, std::size_t index) {
+  const std::string where = "attention_heatmaps_svg: map " + std::to_string(index) + " ('" + m.title + "')";
+  if (!m.weights.defined() || m.weights.dim() != 2 || !is_floating(m.weights.dtype()))
+    throw std::invalid_argument(where + ": expected float weights of shape (rows, cols), got " +
+                                (m.weights.defined() ? std::string(dtype_name(m.weights.dtype())) + " " + shape_str(m.weights.shape())
+                                                     : std::string("an undefined tensor")));
+  if (m.weights.size(0) != static_cast<std::int64_t>(m.row_labels.size()) ||
+      m.weights.size(1) != static_cast<std::int64_t>(m.col_labels.size()))
+    throw std::invalid_argument(where + ": weights " + shape_str(m.weights.shape()) + " but " +
+                                std::to_string(m.row_labels.size()) + " row labels and " +
+                                std::to_string(m.col_labels.size()) + " column labels");
+  constexpr double kSlack = 1e-3;  // a softmax weight may exceed 1 by rounding; more is a bug upstream
+  const std::vector<double> w = m.weights.contiguous().to_vector<double>();
+  for (std::size_t k = 0; k < w.size(); ++k)
+    if (!(w[k] >= -kSlack && w[k] <= 1 + kSlack)) {
+      const auto cols = static_cast<std::size_t>(m.weights.size(1));
+      throw std::invalid_argument(where + ": weight [" + std::to_string(k / cols) + ", " + std::to_string(k % cols) +
+                                  "] is " + short_value(w[k]) + ", expected a value in [0, 1]");
+    }
+}
+
+// Draws one map (already checked) with its labels into the slot whose top-left corner is (ox, oy).
+void draw_heatmap(SvgWriter& svg, const Heatmap& m, const GridLayout& g, double ox, double oy) {
+  const std::int64_t rows = m.weights.size(0), cols = m.weights.size(1);
+  const std::vector<double> w = m.weights.contiguous().to_vector<double>();
+  const double hx = ox + g.row_label_w, hy = oy + kMapTitleHeight;  // top-left cell
+  svg.text(hx, oy + 14, m.title, {.size = 12, .bold = true});
+  svg.begin_group("heatmap");
+  for (std::int64_t i = 0; i < rows; ++i) {
+    for (std::int64_t j = 0; j < cols; ++j) {
+      const double v = w[static_cast<std::size_t>(i * cols + j)];
+      const std::string pair = m.row_labels[i] + " → " + m.col_labels[j];
+      const double x = hx + static_cast<double>(j) * g.cell, y = hy + static_cast<double>(i) * g.cell;
+      // Each cell reaches kOverlap px into its right and lower neighbours, which are drawn later and
+      // cover it: this hides the hairline seams anti-aliasing leaves between touching rectangles.
+      const double side = g.cell + kOverlap;
+      if (v == 0)
+        svg.rect(x, y, side, side, {.fill = "url(#masked)", .css_class = "masked"}, pair + ": masked (0)");
+      else
+        svg.rect(x, y, side, side, {.fill = viridis(v).hex(), .css_class = "cell"}, pair + ": " + short_value(v));
+    }
+  }
+  svg.end_group();
+  svg.rect(hx, hy, static_cast<double>(cols) * g.cell, static_cast<double>(rows) * g.cell, {.stroke = "#888888"});
+  // Query labels, right-aligned against the map; key labels rotated, reading upwards, ending
+  // just below the map.
+  for (std::int64_t i = 0; i < rows; i += g.label_every)
+    svg.text(hx - 4, hy + (static_cast<double>(i) + 0.5) * g.cell + 0.35 * g.font,
+             shorten(m.row_labels[i], g.font, kMaxLabelWidth), {.size = g.font, .anchor = "end"});
+  const double below = hy + static_cast<double>(rows) * g.cell + 4;
+  for (std::int64_t j = 0; j < cols; j += g.label_every)
+    svg.text(hx + (static_cast<double>(j) + 0.5) * g.cell + 0.35 * g.font, below,
+             shorten(m.col_labels[j], g.font, kMaxLabelWidth), {.size = g.font, .anchor = "end", .rotate = -90});
+}
+
+// ---- metrics.tsv ----
+
+// One row of metrics.tsv; NaN where the cell was empty.
+struct MetricsRow {
+  std::int64_t step;
+  std::string kind;  // train | valid | test | skipped
+  double loss, nll, lr, bleu;
+};
+
+std::vector<std::string> split_tabs(const std::string& line) {
+  std::vector<std::string> cells;
+  std::size_t begin = 0;
+  for (;;) {
+    const std::size_t tab = line.find('\t', begin);
+    cells.push_back(line.substr(begin, tab - begin));
+    if (tab == std::string::npos) return cells;
+    begin = tab + 1;
+  }
+}
+
+std::string join(const std::vector<std::string>& items, const std::string& sep) {
+  std::string out;
+  for (std::size_t i = 0; i < items.size(); ++i) out += (i ? sep : "") + items[i];
+  return out;
+}
+
+[[noreturn]] void metrics_error(const std::string& path, std::size_t line, const std::string& what) {
+  throw std::runtime_error(path + ":" + std::to_string(line) + ": " + what);
+}
+
+// A cell as a number: empty -> NaN; otherwise the whole cell must parse (inf and nan are
+// accepted: the trainer logs a diverged loss as inf).
+double parse_cell(const std::string& cell, const std::string& column, const std::string& path, std::size_t line) {
+  if (cell.empty()) return kNaN;
+  double v = 0;
+  const auto [end, ec] = std::from_chars(cell.data(), cell.data() + cell.size(), v);
+  if (ec != std::errc() || end != cell.data() + cell.size())
+    metrics_error(path, line, "column '" + column + "' holds '" + cell + "', which is not a number");
+  return v;
+}
+
+std::vector<MetricsRow> read_metrics(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw std::runtime_error(path + ": is a folder; expected the metrics.tsv file inside a run folder");
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(path + ": cannot open the metrics file: " + std::strerror(errno));
+  static const std::vector<std::string> kRequired = {"step", "kind", "loss", "nll", "lr", "bleu"};
+  std::string line;
+  std::size_t line_no = 0;
+  std::vector<std::string> header;
+  std::map<std::string, std::size_t> column;  // name -> index
+  std::vector<MetricsRow> rows;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line_no == 1) {
+      header = split_tabs(line);
+      for (std::size_t c = 0; c < header.size(); ++c) column[header[c]] = c;
+      for (const std::string& name : kRequired)
+        if (!column.count(name))
+          metrics_error(path, 1, "the header has no column '" + name + "' (found: " + join(header, ", ") +
+                                     "); expected the trainer's header step, epoch, kind, loss, nll, ppl, lr, "
+                                     "tokens_per_s, grad_norm, bleu, elapsed_s, tab-separated");
+      continue;
+    }
+    if (line.empty()) continue;
+    const std::vector<std::string> cells = split_tabs(line);
+    if (cells.size() != header.size())
+      metrics_error(path, line_no, "expected " + std::to_string(header.size()) + " tab-separated cells as in the header, found " +
+                                       std::to_string(cells.size()));
+    MetricsRow r;
+    const std::string& step = cells[column["step"]];
+    const auto [end, ec] = std::from_chars(step.data(), step.data() + step.size(), r.step);
+    if (ec != std::errc() || end != step.data() + step.size() || step.empty())
+      metrics_error(path, line_no, "column 'step' holds '" + step + "', which is not a whole number");
+    r.kind = cells[column["kind"]];
+    if (r.kind != "train" && r.kind != "valid" && r.kind != "test" && r.kind != "skipped")
+      metrics_error(path, line_no, "column 'kind' holds '" + r.kind + "', expected train, valid, test or skipped");
+    r.loss = parse_cell(cells[column["loss"]], "loss", path, line_no);
+    r.nll = parse_cell(cells[column["nll"]], "nll", path, line_no);
+    r.lr = parse_cell(cells[column["lr"]], "lr", path, line_no);
+    r.bleu = parse_cell(cells[column["bleu"]], "bleu", path, line_no);
+    rows.push_back(r);
+  }
+  if (in.bad()) throw std::runtime_error(path + ": read error: " + std::strerror(errno));
+  if (line_no == 0)
+    throw std::runtime_error(path + ": the file is empty; expected a header line (step, epoch, kind, loss, ...) and rows");
+  return rows;
+}
+
+// How a series is drawn.
+enum class Mark {
+  Line,      // a polyline (training rows, logged often)
+  Dots,      // a dot per point (validation rows)
+  LineDots,  // both (validation BLEU: few points, but a trend)
+  Diamonds,  // a diamond per point (the test score at the end)
+  Ticks,     // a short red tick on the top edge at each step, value ignored (skipped steps)
+};
+
+// One curve or set of marks in the training-curve panels, (step, value) in step order.
+struct Series {
+  const char* name;       // legend text
+  const char* css_class;  // class of its <polyline> or <g> of marks, e.g. "train-loss"
+  const char* colour;
+  Mark mark;
+  std::vector<std::pair<double, double>> points;
+
+  // Adds a point; a step at or before the last one replaces the points from that step on (a
+  // resumed run that logs the same steps again).
+  void add(std::int64_t step, double value) {
+    if (!std::isfinite(value)) return;
+    drop_from(step);
+    points.emplace_back(static_cast<double>(step), value);
+  }
+  void drop_from(std::int64_t step) {
+    while (!points.empty() && points.back().first >= static_cast<double>(step)) points.pop_back();
+  }
+};
+
+// The y range of some series (min and max over their points), or [0, 1] if they are empty.
+std::pair<double, double> value_range(const std::vector<const Series*>& series, bool include_zero) {
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  for (const Series* s : series)
+    for (const auto& [x, y] : s->points) lo = std::min(lo, y), hi = std::max(hi, y);
+  if (lo > hi) return {0, 1};
+  if (include_zero) lo = std::min(lo, 0.0), hi = std::max(hi, 0.0);
+  return {lo, hi};
+}
+
+// One mark of `mark`'s kind centred at (x, y) (Ticks: hanging from y).
+void draw_mark(SvgWriter& svg, Mark mark, double x, double y, const char* colour) {
+  switch (mark) {
+    case Mark::Line: svg.line(x - 11, y, x + 11, y, {.stroke = colour, .stroke_width = 2.2}); break;
+    case Mark::Dots: svg.circle(x, y, 3.2, {.fill = colour, .stroke = "#ffffff", .stroke_width = 0.8}); break;
+    case Mark::LineDots:
+      draw_mark(svg, Mark::Line, x, y, colour);
+      draw_mark(svg, Mark::Dots, x, y, colour);
+      break;
+    case Mark::Diamonds: {
+      constexpr double r = 5.5;
+      svg.polyline({{x, y - r}, {x + r, y}, {x, y + r}, {x - r, y}, {x, y - r}}, {.fill = colour, .stroke = "#ffffff"});
+      break;
+    }
+    case Mark::Ticks: svg.line(x, y, x, y + 9, {.stroke = colour, .stroke_width = 1.5}); break;
+  }
+}
+
+void draw_series(SvgWriter& svg, const Frame& f, const Series& s) {
+  if (s.points.empty()) return;
+  std::vector<std::pair<double, double>> px;
+  px.reserve(s.points.size());
+  for (const auto& [x, y] : s.points) px.emplace_back(f.px(x), s.mark == Mark::Ticks ? f.y : f.py(y));
+  if (s.mark == Mark::Line || s.mark == Mark::LineDots)
+    svg.polyline(thin_points(px), {.stroke = s.colour, .stroke_width = 1.8, .css_class = s.css_class});
+  if (s.mark == Mark::Line) return;
+  svg.begin_group(s.mark == Mark::LineDots ? std::string(s.css_class) + "-points" : s.css_class);
+  for (const auto& [x, y] : px) draw_mark(svg, s.mark == Mark::LineDots ? Mark::Dots : s.mark, x, y, s.colour);
+  svg.end_group();
+}
+
+// A legend to the right of a frame: a sample mark, then the name; one entry per non-empty series.
+void draw_legend(SvgWriter& svg, const Frame& f, const std::vector<const Series*>& series) {
+  double y = f.y + 8;
+  for (const Series* s : series) {
+    if (s->points.empty()) continue;
+    const double x = f.x + f.w + 27;
+    draw_mark(svg, s->mark, x, s->mark == Mark::Ticks ? y - 5 : y, s->colour);
+    svg.text(x + 17, y + 0.35 * kTickFont, s->name, {.size = kTickFont});
+    y += 18;
+  }
+}
+
+void no_data(SvgWriter& svg, const Frame& f, const std::string& what) {
+  svg.text(f.x + f.w / 2, f.y + f.h / 2, what, {.size = 13, .anchor = "middle", .fill = "#888888"});
+}
+
+}  // namespace
+
+// ---- text and colours ----
+
+std::string xml_escape(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size();) {
+    const std::size_t start = i;
+    char32_t cp;
+    if (!next_code_point(text, i, cp)) {
+      out += kReplacement;
+      continue;
+    }
+    switch (cp) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      default:
+        if ((cp < 0x20 && cp != '\t' && cp != '\n' && cp != '\r') || cp == 0xFFFE || cp == 0xFFFF) out += kReplacement;
+        else out.append(text, start, i - start);
+    }
+  }
+  return out;
+}
+
+double text_width(const std::string& label, double size) {
+  double em = 0;
+  for (std::size_t i = 0; i < label.size();) {
+    char32_t cp;
+    em += next_code_point(label, i, cp) && is_wide(cp) ? 1.0 : 0.6;
+  }
+  return em * size;
+}
+
+std::string Rgb::hex() const {
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "#%02x%02x%02x", r, g, b);
+  return buf;
+}
+
+double Rgb::luminance() const {
+  const auto linear = [](int c) {  // sRGB transfer function, undone
+    const double s = c / 255.0;
+    return s <= 0.04045 ? s / 12.92 : std::pow((s + 0.055) / 1.055, 2.4);
+  };
+  return 0.2126 * linear(r) + 0.7152 * linear(g) + 0.0722 * linear(b);
+}
+
+namespace {
+// Linear interpolation between equally spaced colour stops; f in [0, 1].
+template <std::size_t N>
+Rgb interpolate(const Rgb (&stops)[N], double f) {
+  const double pos = std::clamp(f, 0.0, 1.0) * (N - 1);
+  const std::size_t k = std::min<std::size_t>(static_cast<std::size_t>(pos), N - 2);
+  const double u = pos - static_cast<double>(k);
+  const auto mix = [u](int a, int b) { return static_cast<int>(std::lround(a + (b - a) * u)); };
+  return {mix(stops[k].r, stops[k + 1].r), mix(stops[k].g, stops[k + 1].g), mix(stops[k].b, stops[k + 1].b)};
+}
+}  // namespace
+
+Rgb viridis(double t) {
+  // matplotlib's viridis sampled at 0, 1/8, ..., 1 (R's viridisLite::viridis(9)).
+  static const Rgb kStops[] = {{0x44, 0x01, 0x54}, {0x47, 0x2D, 0x7B}, {0x3B, 0x52, 0x8B},
+                               {0x2C, 0x72, 0x8E}, {0x21, 0x90, 0x8C}, {0x27, 0xAD, 0x81},
+                               {0x5D, 0xC8, 0x63}, {0xAA, 0xDC, 0x32}, {0xFD, 0xE7, 0x25}};
+  return interpolate(kStops, std::isnan(t) ? 0 : t);
+}
+
+Rgb diverging(double t) {
+  // ColorBrewer RdBu (11 classes), reversed: -1 dark blue, 0 near-white, +1 dark red.
+  static const Rgb kStops[] = {{0x05, 0x30, 0x61}, {0x21, 0x66, 0xAC}, {0x43, 0x93, 0xC3}, {0x92, 0xC5, 0xDE},
+                               {0xD1, 0xE5, 0xF0}, {0xF7, 0xF7, 0xF7}, {0xFD, 0xDB, 0xC7}, {0xF4, 0xA5, 0x82},
+                               {0xD6, 0x60, 0x4D}, {0xB2, 0x18, 0x2B}, {0x67, 0x00, 0x1F}};
+  return interpolate(kStops, std::isnan(t) ? 0.5 : (std::clamp(t, -1.0, 1.0) + 1) / 2);
+}
+
+// ---- SvgWriter ----
+
+SvgWriter::SvgWriter(double width, double height) : width_(width), height_(height) {}
+
+void SvgWriter::defs(const std::string& markup) { defs_ += markup + "\n"; }
+
+namespace {
+// The attributes every shape shares: fill, stroke, dash, class.
+std::string paint_attrs(const Paint& p) {
+  std::string a = " fill=\"" + xml_escape(p.fill) + "\"";
+  if (p.stroke != "none") {
+    a += " stroke=\"" + xml_escape(p.stroke) + "\"";
+    if (p.stroke_width != 1) a += " stroke-width=\"" + num(p.stroke_width) + "\"";
+    if (!p.dash.empty()) a += " stroke-dasharray=\"" + xml_escape(p.dash) + "\"";
+  }
+  if (!p.css_class.empty()) a += " class=\"" + xml_escape(p.css_class) + "\"";
+  return a;
+}
+}  // namespace
+
+void SvgWriter::rect(double x, double y, double w, double h, const Paint& paint, const std::string& tooltip) {
+  body_ += "<rect x=\"" + num(x) + "\" y=\"" + num(y) + "\" width=\"" + num(w) + "\" height=\"" + num(h) + "\"" +
+           paint_attrs(paint);
+  body_ += tooltip.empty() ? "/>\n" : "><title>" + xml_escape(tooltip) + "</title></rect>\n";
+}
+
+void SvgWriter::line(double x1, double y1, double x2, double y2, const Paint& paint) {
+  body_ += "<line x1=\"" + num(x1) + "\" y1=\"" + num(y1) + "\" x2=\"" + num(x2) + "\" y2=\"" + num(y2) + "\"" +
+           paint_attrs(paint) + "/>\n";
+}
+
+void SvgWriter::polyline(const std::vector<std::pair<double, double>>& points, const Paint& paint) {
+  body_ += "<polyline points=\"";
+  for (std::size_t i = 0; i < points.size(); ++i) body_ += (i ? " " : "") + num(points[i].first) + "," + num(points[i].second);
+  body_ += "\"" + paint_attrs(paint) + " stroke-linejoin=\"round\"/>\n";
+}
+
+void SvgWriter::circle(double cx, double cy, double r, const Paint& paint) {
+  body_ += "<circle cx=\"" + num(cx) + "\" cy=\"" + num(cy) + "\" r=\"" + num(r) + "\"" + paint_attrs(paint) + "/>\n";
+}
+
+void SvgWriter::text(double x, double y, const std::string& label, const TextStyle& style) {
+  body_ += "<text x=\"" + num(x) + "\" y=\"" + num(y) + "\" font-size=\"" + num(style.size) + "\"";
+  if (style.anchor != "start") body_ += " text-anchor=\"" + xml_escape(style.anchor) + "\"";
+  if (style.rotate != 0) body_ += " transform=\"rotate(" + num(style.rotate) + " " + num(x) + " " + num(y) + ")\"";
+  if (style.bold) body_ += " font-weight=\"bold\"";
+  if (style.fill != "#222222") body_ += " fill=\"" + xml_escape(style.fill) + "\"";
+  body_ += ">" + xml_escape(label) + "</text>\n";
+}
+
+void SvgWriter::begin_group(const std::string& css_class) {
+  body_ += "<g class=\"" + xml_escape(css_class) + "\">\n";
+  ++open_groups_;
+}
+
+void SvgWriter::end_group() {
+  if (open_groups_ == 0) throw std::logic_error("SvgWriter::end_group: no group is open");
+  body_ += "</g>\n";
+  --open_groups_;
+}
+
+std::string SvgWriter::finish() const {
+  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  out += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(width_) + "\" height=\"" + num(height_) +
+         "\" viewBox=\"0 0 " + num(width_) + " " + num(height_) + "\" font-family=\"" + kFontFamily + "\" fill=\"#222222\">\n";
+  if (!defs_.empty()) out += "<defs>\n" + defs_ + "</defs>\n";
+  out += "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n";
+  out += body_;
+  for (int k = 0; k < open_groups_; ++k) out += "</g>\n";
+  return out + "</svg>\n";
+}
+
+// ---- the pictures ----
+
+std::string attention_heatmaps_svg(const std::vector<Heatmap>& maps, int columns, const std::string& title) {
+  if (maps.empty()) throw std::invalid_argument("attention_heatmaps_svg: expected at least one map, got none");
+  if (columns < 1) throw std::invalid_argument("attention_heatmaps_svg: expected columns >= 1, got " + std::to_string(columns));
+  for (std::size_t k = 0; k < maps.size(); ++k) check_heatmap(maps[k], k);
+  const GridLayout g = grid_layout(maps);
+  const int cols = std::min<int>(columns, static_cast<int>(maps.size()));
+  const int grid_rows = static_cast<int>((maps.size() + columns - 1) / columns);
+  constexpr double kMargin = 16, kTop = 62, kBarArea = 110;
+  const double width = std::max(kMargin + cols * g.slot_w + kBarArea, 520.0);
+  const double height = std::max(kTop + grid_rows * g.slot_h + 8, kTop + 240.0);
+  SvgWriter svg(width, height);
+  svg.defs(kMaskedPattern);
+  svg.text(kMargin, 26, title, {.size = kTitleFont, .bold = true});
+  svg.text(kMargin, 46, "rows: queries (who is looking) · columns: keys (looked at) · each row sums to 1",
+           {.size = 11.5, .fill = "#555555"});
+  for (std::size_t k = 0; k < maps.size(); ++k) {
+    const double ox = kMargin + static_cast<double>(k % columns) * g.slot_w;
+    const double oy = kTop + static_cast<double>(k / columns) * g.slot_h;
+    draw_heatmap(svg, maps[k], g, ox, oy);
+  }
+  // Colour bar and the masked swatch, right of the grid.
+  const double bx = width - kBarArea + 30, by = kTop + kMapTitleHeight;
+  constexpr double kBarHeight = 180;
+  svg.text(bx, by - 8, "weight", {.size = kTickFont, .bold = true});
+  colour_bar(svg, bx, by, kBarHeight, 0, 1, {0, 0.25, 0.5, 0.75, 1}, "attention-bar", viridis);
+  svg.rect(bx, by + kBarHeight + 14, 14, 14, {.fill = "url(#masked)", .stroke = "#555555"});
+  svg.text(bx + 21, by + kBarHeight + 25, "masked", {.size = kTickFont});
+  return svg.finish();
+}
+
+std::string training_curves_svg(const std::string& metrics_tsv_path) {
+  const std::vector<MetricsRow> rows = read_metrics(metrics_tsv_path);
+
+  Series train_loss{"train loss", "train-loss", "#1f77b4", Mark::Line, {}};
+  Series train_nll{"train NLL", "train-nll", "#ff7f0e", Mark::Line, {}};
+  Series valid_loss{"valid loss", "valid-loss", "#0b3d91", Mark::Dots, {}};
+  Series valid_nll{"valid NLL", "valid-nll", "#c44e00", Mark::Dots, {}};
+  Series skipped{"skipped step", "skipped", "#d62728", Mark::Ticks, {}};
+  Series valid_bleu{"valid BLEU", "valid-bleu", "#2ca02c", Mark::LineDots, {}};
+  Series test_bleu{"test BLEU", "test-bleu", "#d62728", Mark::Diamonds, {}};
+  Series lr{"learning rate", "lr", "#9467bd", Mark::Line, {}};
+  const std::vector<Series*> all = {&train_loss, &train_nll, &valid_loss, &valid_nll, &skipped, &valid_bleu, &test_bleu, &lr};
+
+  std::int64_t last_train_step = std::numeric_limits<std::int64_t>::min();
+  for (const MetricsRow& r : rows) {
+    if (r.kind == "train") {
+      // A resumed run starts again from its checkpoint: everything logged after that is replaced.
+      if (r.step < last_train_step)
+        for (Series* s : all) s->drop_from(r.step);
+      last_train_step = r.step;
+      train_loss.add(r.step, r.loss);
+      train_nll.add(r.step, r.nll);
+      lr.add(r.step, r.lr);
+    } else if (r.kind == "valid") {
+      valid_loss.add(r.step, r.loss);
+      valid_nll.add(r.step, r.nll);
+      valid_bleu.add(r.step, r.bleu);
+    } else if (r.kind == "test") {
+      test_bleu.add(r.step, r.bleu);
+    } else {
+      skipped.add(r.step, 0);
+    }
+  }
+  double max_step = 1;
+  for (const Series* s : all)
+    for (const auto& p : s->points) max_step = std::max(max_step, p.first);
+
+  constexpr double kLeft = 84, kPlotW = 600, kRight = 150, kPanelH = 190, kGap = 78, kTop = 78;
+  SvgWriter svg(kLeft + kPlotW + kRight, kTop + 3 * kPanelH + 3 * kGap - 14);
+  svg.text(kLeft - 60, 28, "Training curves", {.size = kTitleFont, .bold = true});
+  svg.text(kLeft - 60, 46, metrics_tsv_path + " (" + std::to_string(rows.size()) + " rows)",
+           {.size = 11, .fill = "#555555"});
+  const Axis x_axis = make_axis(0, max_step, 8);
+  const auto frame_at = [&](int panel, const std::pair<double, double>& range) {
+    return Frame{kLeft, kTop + 14 + panel * (kPanelH + kGap), kPlotW, kPanelH, x_axis, make_axis(range.first, range.second)};
+  };
+
+  const std::vector<const Series*> losses = {&train_loss, &train_nll, &valid_loss, &valid_nll};
+  const Frame f1 = frame_at(0, value_range(losses, false));
+  draw_frame(svg, f1, "step", "loss (nats per token)", "Loss: label-smoothed loss and NLL");
+  for (const Series* s : losses) draw_series(svg, f1, *s);
+  draw_series(svg, f1, skipped);
+  draw_legend(svg, f1, {&train_loss, &train_nll, &valid_loss, &valid_nll, &skipped});
+  if (std::all_of(losses.begin(), losses.end(), [](const Series* s) { return s->points.empty(); }))
+    no_data(svg, f1, "no loss logged yet");
+
+  const std::vector<const Series*> bleus = {&valid_bleu, &test_bleu};
+  const Frame f2 = frame_at(1, value_range(bleus, true));
+  draw_frame(svg, f2, "step", "BLEU", "BLEU on the validation set (and the test set at the end)");
+  for (const Series* s : bleus) draw_series(svg, f2, *s);
+  draw_legend(svg, f2, bleus);
+  if (valid_bleu.points.empty() && test_bleu.points.empty()) no_data(svg, f2, "no BLEU measured yet");
+
+  const Frame f3 = frame_at(2, value_range({&lr}, true));
+  draw_frame(svg, f3, "step", "learning rate", "Learning rate");
+  draw_series(svg, f3, lr);
+  if (lr.points.empty()) no_data(svg, f3, "no learning rate logged yet");
+  return svg.finish();
+}
+
+std::string positional_encoding_svg(const Tensor& table, const std::string& title) {
+  if (!table.defined() || table.dim() != 2 || table.numel() == 0 || !is_floating(table.dtype()))
+    throw std::invalid_argument("positional_encoding_svg: expected a non-empty float table of shape (L, D), got " +
+                                (table.defined() ? std::string(dtype_name(table.dtype())) + " " + shape_str(table.shape())
+                                                 : std::string("an undefined tensor")));
+  // Larger tables are cut, not subsampled: every k-th position of a fast sinusoid aliases into
+  // moire patterns that are not in the table. 200 x 512 cells keep the file under ~7 MB.
+  constexpr std::int64_t kMaxRows = 200, kMaxCols = 512;
+  const std::int64_t L = table.size(0), D = table.size(1);
+  const std::int64_t rows = std::min(L, kMaxRows), cols = std::min(D, kMaxCols);
+  const std::vector<double> v = table.contiguous().to_vector<double>();
+
+  // Colour range: [-1, 1] for a sinusoidal table; a learned table (values ~0.02) gets a
+  // symmetric range of its own so it is not all white.
+  double largest = 0;
+  for (double x : v)
+    if (std::isfinite(x)) largest = std::max(largest, std::abs(x));
+  const double range = largest > 0.5 && largest <= 1 ? 1.0 : (largest > 0 ? make_axis(0, largest, 2).hi : 1.0);
+
+  const double cell_w = std::clamp(640.0 / static_cast<double>(cols), 1.0, 24.0);
+  const double cell_h = std::clamp(440.0 / static_cast<double>(rows), 1.0, 24.0);
+  constexpr double kLeft = 78, kTop = 72, kBottom = 56, kBarArea = 90;
+  const double plot_w = cell_w * static_cast<double>(cols), plot_h = cell_h * static_cast<double>(rows);
+  SvgWriter svg(std::max(kLeft + plot_w + kBarArea, 480.0), kTop + plot_h + kBottom);
+  svg.text(16, 26, title, {.size = kTitleFont, .bold = true});
+  std::string subtitle = "table " + shape_str(table.shape()) + ": row = position, column = embedding dimension";
+  if (rows < L) subtitle += "; showing positions 0-" + std::to_string(rows - 1);
+  if (cols < D) subtitle += "; showing dimensions 0-" + std::to_string(cols - 1);
+  svg.text(16, 44, subtitle, {.size = 11.5, .fill = "#555555"});
+
+  // The frame is exactly the cells: x from 0 to cols, y from 0 (top) to rows.
+  Frame f{kLeft, kTop, plot_w, plot_h, make_axis(0, static_cast<double>(cols), 8), make_axis(0, static_cast<double>(rows), 8), true};
+  f.ax.hi = static_cast<double>(cols), f.ay.hi = static_cast<double>(rows);
+  std::erase_if(f.ax.ticks, [&](double t) { return t > f.ax.hi; });
+  std::erase_if(f.ay.ticks, [&](double t) { return t > f.ay.hi; });
+
+  svg.begin_group("heatmap");
+  for (std::int64_t i = 0; i < rows; ++i)
+    for (std::int64_t j = 0; j < cols; ++j) {
+      const double x = v[static_cast<std::size_t>(i * D + j)];
+      // kOverlap: see draw_heatmap. No class or tooltip here: a 200 x 512 table has 100k cells.
+      svg.rect(kLeft + static_cast<double>(j) * cell_w, kTop + static_cast<double>(i) * cell_h, cell_w + kOverlap,
+               cell_h + kOverlap, {.fill = diverging(x / range).hex()});
+    }
+  svg.end_group();
+  draw_frame(svg, f, "embedding dimension", "position", "", /*grid=*/false);
+  const std::vector<double> bar_ticks = {-range, -range / 2, 0, range / 2, range};
+  colour_bar(svg, kLeft + plot_w + 24, kTop, std::min(plot_h, 240.0), -range, range, bar_ticks, "pe-bar", diverging);
+  return svg.finish();
+}
+
+std::string line_chart_svg(const std::vector<double>& x, const std::vector<double>& y, const std::string& title,
+                           const std::string& x_label, const std::string& y_label) {
+  if (x.size() != y.size() || x.empty())
+    throw std::invalid_argument("line_chart_svg ('" + title + "'): expected x and y of the same non-zero length, got " +
+                                std::to_string(x.size()) + " and " + std::to_string(y.size()));
+  Series s{"", "series", "#1f77b4", Mark::Line, {}};
+  double x_lo = std::numeric_limits<double>::infinity(), x_hi = -x_lo;
+  for (std::size_t i = 0; i < x.size(); ++i)
+    if (std::isfinite(x[i]) && std::isfinite(y[i])) {
+      s.points.emplace_back(x[i], y[i]);
+      x_lo = std::min(x_lo, x[i]), x_hi = std::max(x_hi, x[i]);
+    }
+  if (s.points.empty()) x_lo = 0, x_hi = 1;
+  std::sort(s.points.begin(), s.points.end());
+  constexpr double kLeft = 90, kTop = 56, kPlotW = 580, kPlotH = 300;
+  SvgWriter svg(kLeft + kPlotW + 30, kTop + kPlotH + 60);
+  svg.text(16, 28, title, {.size = kTitleFont, .bold = true});
+  const auto [y_lo, y_hi] = value_range({&s}, /*include_zero=*/true);
+  const Frame f{kLeft, kTop, kPlotW, kPlotH, make_axis(x_lo, x_hi, 8), make_axis(y_lo, y_hi)};
+  draw_frame(svg, f, x_label, y_label, "");
+  draw_series(svg, f, s);
+  if (s.points.empty()) no_data(svg, f, "no finite points");
+  return svg.finish();
+}
+
+void write_file_atomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  const auto fail = [&](const std::string& what) {
+    const std::string reason = std::strerror(errno);
+    ::unlink(tmp.c_str());
+    throw std::runtime_error(path + ": " + what + ": " + reason);
+  };
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (!f) throw std::runtime_error(path + ": cannot create " + tmp + ": " + std::strerror(errno));
+  const bool written = std::fwrite(text.data(), 1, text.size(), f) == text.size() && std::fflush(f) == 0;
+  const int saved_errno = errno;
+  if (std::fclose(f) != 0 || !written) {
+    if (!written) errno = saved_errno;
+    fail("cannot write " + tmp);
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) fail("cannot rename " + tmp + " to it");
+}
+
+}  // namespace sf::train

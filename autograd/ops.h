@@ -107,6 +107,24 @@ Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps = 1e-6);
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets, std::int64_t ignore_index = -100,
                      double label_smoothing = 0.0);
 
+// ---- ops_attention.cpp: exact tiled attention (online softmax) and its plain reference ----
+// Both compute out = softmax_j(masked_fill(q k^T * scale + bias, mask, -inf)) v, one (B,H) pair
+// at a time; a query whose keys are all blocked outputs zeros (as scaled_dot_product_attention).
+// tiled_attention never forms the (Tq,Tk) scores: it streams over key blocks keeping a running
+// row max and sum (FlashAttention), and its backward recomputes the scores block by block.
+// q: (B,H,Tq,Dh), k, v: (B,H,Tk,Dh), mask: bool broadcastable to (B,H,Tq,Tk) (true = blocked)
+// or undefined, bias: float broadcastable to (B,H,Tq,Tk) or undefined -> (B,H,Tq,Dh)
+Tensor tiled_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask, const Tensor& bias,
+                       double scale, std::int64_t block = 64);
+// The reference: scores, masked_fill(-inf), softmax, @ v, composed from the ops above (it makes
+// (B,H,Tq,Tk) scores and keeps the (B,H,Tq,Tk) weights for backward). Same arguments, no block.
+Tensor attention_naive(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask, const Tensor& bias,
+                       double scale);
+// For tests and tools/bench_attention: the largest scratch memory (bytes: score tiles, running
+// statistics, per-thread buffers; not inputs, outputs, gradients or saved tensors) that one
+// tiled_attention forward or backward has used since the last reset. reset: start again from 0.
+std::int64_t tiled_attention_peak_scratch_bytes(bool reset = false);
+
 // ---- operators ----
 inline Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
 inline Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }

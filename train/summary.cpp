@@ -1,5 +1,6 @@
 #include "train/summary.h"
 
+#include <algorithm>
 #include <iomanip>
 #include <locale>
 #include <sstream>
@@ -34,14 +35,40 @@ std::string human(double v) {
   return os.str();
 }
 
-void tree(const nn::Module& m, const std::string& name, const std::string& prefix, bool last, bool root,
-          std::ostringstream& os) {
-  const std::string label = (root ? "" : prefix + (last ? "└─ " : "├─ ")) + name + " (" + m.type_name() + ")";
-  os << std::left << std::setw(60) << label << std::right << std::setw(14) << with_commas(static_cast<double>(m.parameter_count()))
-     << "\n";
+// Display width of UTF-8 text (the tree's box-drawing characters are 3 bytes, 1 column).
+std::size_t columns(const std::string& s) {
+  std::size_t n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
+// One line per module: name (type) and its parameter count. A parameter already shown under an
+// earlier module (a shared embedding) is not counted again and the line says so. In a
+// ModuleList only the first item is expanded: the others have the same structure.
+void tree(const nn::Module& m, const std::string& name, const std::string& prefix, bool last, bool root, bool expand,
+          std::vector<const TensorImpl*>& seen, std::ostringstream& os) {
+  std::int64_t fresh = 0, shared = 0;
+  for (const auto& [_, t] : m.named_parameters()) {
+    const bool already = std::find(seen.begin(), seen.end(), t.impl()) != seen.end();
+    (already ? shared : fresh) += t.numel();
+  }
+  // parameters owned directly by this module count as seen from here on
+  for (const auto& [_, t] : m.own_parameters())
+    if (std::find(seen.begin(), seen.end(), t.impl()) == seen.end()) seen.push_back(t.impl());
+  std::string label = (root ? "" : prefix + (last ? "└─ " : "├─ ")) + name + " (" + m.type_name() + ")";
+  if (!expand) label += "  same structure as 0";
+  os << label << std::string(label.size() < 60 ? 60 - columns(label) : 1, ' ') << std::setw(14)
+     << with_commas(static_cast<double>(fresh)) << (shared > 0 && fresh == 0 ? "  (shared, counted above)" : "") << "\n";
+  if (!expand) {
+    for (const auto& [_, t] : m.named_parameters())
+      if (std::find(seen.begin(), seen.end(), t.impl()) == seen.end()) seen.push_back(t.impl());
+    return;
+  }
   const auto& kids = m.children();
+  const bool is_list = std::string(m.type_name()) == "ModuleList";
   for (std::size_t i = 0; i < kids.size(); ++i)
-    tree(*kids[i].second, kids[i].first, root ? "" : prefix + (last ? "   " : "│  "), i + 1 == kids.size(), false, os);
+    tree(*kids[i].second, kids[i].first, root ? "" : prefix + (last ? "   " : "│  "), i + 1 == kids.size(), false,
+         !is_list || i == 0, seen, os);
 }
 
 }  // namespace
@@ -49,7 +76,8 @@ void tree(const nn::Module& m, const std::string& name, const std::string& prefi
 std::string module_tree(const nn::Module& root, const std::string& root_name) {
   std::ostringstream os;
   os << std::left << std::setw(60) << "module" << std::right << std::setw(14) << "parameters" << "\n";
-  tree(root, root_name, "", true, true, os);
+  std::vector<const TensorImpl*> seen;
+  tree(root, root_name, "", true, true, true, seen, os);
   return os.str();
 }
 

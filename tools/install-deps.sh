@@ -13,6 +13,7 @@ packages=(
   nlohmann-json3-dev                 # safetensors headers, test data
   libfmt-dev                         # formatting
   gdb                                # the debugger test (tests/gdb) and docs/debugging.md
+  clang-14 libclang-rt-14-dev libomp-14-dev   # libFuzzer targets (tests/fuzz, tools/run_fuzzers.sh)
 )
 
 missing=()

@@ -12,12 +12,16 @@
 //   5. check ranges and relations between fields (d_model % n_heads, ...).
 #include "train/config.h"
 
+#include "data/corpus.h"  // valid_utf8
+
 #include <toml.hpp>
 
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <sstream>
 
 namespace sf::train {
@@ -281,6 +285,44 @@ std::string location_prefix(const std::string& file, const toml::value& v) {
   return file + ":" + std::to_string(v.location().line()) + ": ";
 }
 
+// ---- step 1: text that is safe to hand to toml11 ----
+
+// toml11 3.7 must only be given UTF-8 that does not nest deeply: it reads out of bounds when it
+// reports a byte that is not UTF-8 inside a '...' or '''...''' string, and it parses arrays and
+// inline tables recursively, so a few thousand nested [ overflow the stack. TOML requires UTF-8
+// anyway, and no setting is an array or a table, so both are refused before parsing.
+// Returns what is wrong ("" if nothing) and sets `offset` to where.
+std::string unsafe_toml_text(const std::string& text, std::size_t& offset) {
+  if (!sf::data::valid_utf8(text, &offset)) {
+    char byte[8];
+    std::snprintf(byte, sizeof byte, "0x%02x", static_cast<unsigned char>(text[offset]));
+    return std::string("not valid UTF-8 (byte ") + byte + "); TOML text must be UTF-8";
+  }
+  // Depth of [ and { outside comments and strings: a [section] header is 1 deep, [[x]] 2.
+  constexpr int kMaxDepth = 32;
+  int depth = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '#') {
+      while (i + 1 < text.size() && text[i + 1] != '\n') ++i;
+    } else if (c == '"' || c == '\'') {  // skip "...", '...', """...""" or '''...'''
+      const std::string quote(text.compare(i, 3, std::string(3, c)) == 0 ? 3 : 1, c);
+      for (i += quote.size(); i < text.size() && text.compare(i, quote.size(), quote) != 0; ++i)
+        if (c == '"' && text[i] == '\\') ++i;  // in "..." a backslash escapes the next character
+      i += quote.size() - 1;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxDepth) {
+        offset = i;
+        return "brackets nested more than " + std::to_string(kMaxDepth) +
+               " deep (settings are plain values, not arrays or tables)";
+      }
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return "";
+}
+
 // ---- step 2: unknown sections and keys in the file ----
 
 void check_known_names(const std::string& file, const toml::value& root) {
@@ -321,6 +363,9 @@ void check_known_names(const std::string& file, const toml::value& root) {
 // string, text that is not a quoted TOML string is taken literally (model.norm=rmsnorm).
 void apply_override(const std::string& file, const std::string& text, toml::value& root) {
   const std::string prefix = file + ": --set " + text + ": ";
+  std::size_t offset = 0;
+  if (const std::string problem = unsafe_toml_text(text, offset); !problem.empty())
+    throw ConfigError(prefix + problem);
   const auto eq = text.find('=');
   const std::string lhs = trim(text.substr(0, eq));
   const auto dot = lhs.find('.');
@@ -554,10 +599,19 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   if (!fs::exists(path, ec)) throw ConfigError(path + ": config file not found");
   if (fs::is_directory(path, ec)) throw ConfigError(path + ": is a directory, expected a TOML config file");
 
-  // 1. parse
+  // 1. read, check and parse
+  std::ifstream in(path, std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!in.good() && !in.eof()) throw ConfigError(path + ": cannot read the config");
+  std::size_t offset = 0;
+  if (const std::string problem = unsafe_toml_text(text, offset); !problem.empty()) {
+    const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(offset), '\n');
+    throw ConfigError(path + ":" + std::to_string(line) + ": " + problem);
+  }
   toml::value root;
   try {
-    root = toml::parse(path);
+    std::istringstream text_in(text);
+    root = toml::parse(text_in, path);
   } catch (const toml::syntax_error& e) {
     // toml11's what() is a multi-line report; keep its first line ("[error] bad format: ...").
     std::string what = e.what();

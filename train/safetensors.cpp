@@ -150,12 +150,19 @@ Entry read_entry(const std::string& path, const std::string& name, const Json& j
     fail(path, where + "unsupported dtype \"" + code + "\" (expected F32, F64 or I64)");
 
   if (!j.contains("shape") || !j["shape"].is_array()) fail(path, where + "missing shape (an array of sizes)");
-  std::uint64_t nbytes = dtype_size(e.dtype);
+  // nbytes = element size * the sizes. `extent` is the same product with sizes of 0 taken as 1: it
+  // must fit in int64 even when nbytes is 0, because a tensor's strides are products of its
+  // trailing sizes (shape [0, 2^32, 2^32] holds no bytes but has a stride of 2^64). nbytes <=
+  // extent, so it cannot overflow either.
+  std::uint64_t nbytes = dtype_size(e.dtype), extent = nbytes;
   for (const Json& s : j["shape"]) {
     std::uint64_t n = 0;
     if (!get_u64(s, n) || n > static_cast<std::uint64_t>(INT64_MAX))
       fail(path, where + "shape entries must be non-negative integers, got " + j["shape"].dump());
-    if (__builtin_mul_overflow(nbytes, n, &nbytes)) fail(path, where + "shape " + j["shape"].dump() + " is too large");
+    if (__builtin_mul_overflow(extent, std::max<std::uint64_t>(n, 1), &extent) ||
+        extent > static_cast<std::uint64_t>(INT64_MAX))
+      fail(path, where + "shape " + j["shape"].dump() + " is too large");
+    nbytes *= n;
     e.shape.push_back(static_cast<std::int64_t>(n));
   }
 

@@ -1,0 +1,310 @@
+// Decoding (train/decode.h): greedy and beam search with the KV cache.
+//   beam search with beam 1 equals greedy decoding;
+//   beam search equals an exhaustive search over every possible output (a tiny vocabulary and
+//     length; the smallest beam that keeps every live hypothesis, and one that keeps every
+//     candidate) under the same length normalisation, for length penalties 0, 1 and 2;
+//   the KV cache changes nothing: use_cache true and false give the same outputs;
+//   a padded batch gives each sentence the output it gets decoded alone;
+//   the length limit (max_len_a * source length + max_len_b, capped by max_len) is obeyed.
+//
+// The models are untrained (random weights) with their output projection scaled up so the
+// next-token distributions are peaked: decoding then stops at EOS at varied lengths instead of
+// always running to the limit, and beam search prefers other sequences than greedy.
+//
+// Letters: B sentences, S source length, K beam size, V vocabulary, L maximum output length.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "autograd/node.h"
+#include "data/tokenizer.h"
+#include "nn/seq2seq.h"
+#include "test_util.h"
+#include "train/decode.h"
+
+using namespace sf;
+using Seq = std::vector<std::int64_t>;
+
+namespace {
+
+constexpr std::int64_t kPad = data::kPadId, kBos = data::kBosId, kEos = data::kEosId;
+
+// Scores computed two ways (beam search: float32 log-probabilities summed in double, KV cache;
+// the exhaustive search: float64 teacher-forced decode of the whole sequence) differ by the
+// float32 rounding of each log-probability, ~1e-7 relative on values of size ~1-5, over at most
+// 4 tokens: ~2e-6. 1e-5 covers that; two candidates closer than this are treated as a tie that
+// the comparison cannot decide (the test requires the best to win by more).
+constexpr double kScoreTol = 1e-5;
+
+// An untrained model (weights drawn from `seed`, eval mode); its untied output projection is
+// multiplied by `sharpen` so the softmax is peaked (see the top of the file).
+struct RandomModel {
+  Generator init;
+  nn::Seq2SeqTransformer model;
+  RandomModel(const nn::ModelConfig& cfg, std::uint64_t seed, double sharpen, Dtype dtype)
+      : init(seed), model(cfg, init, dtype) {
+    NoGradGuard no_grad;
+    model.output_proj->weight.copy_(mul(model.output_proj->weight, sharpen));
+    model.eval();
+  }
+};
+
+// D 32, H 4, F 64, two layers each, float32 (the dtype of real runs), vocabulary 12: the specials
+// <pad> <unk> <s> </s> and eight words 4..11.
+nn::ModelConfig small_config() {
+  nn::ModelConfig c;
+  c.src_vocab = 12;
+  c.tgt_vocab = 12;
+  c.d_model = 32;
+  c.n_heads = 4;
+  c.d_ff = 64;
+  c.encoder_layers = 2;
+  c.decoder_layers = 2;
+  c.dropout = 0.0;
+  c.tie_output = false;
+  c.max_len = 24;
+  c.pad_id = kPad;
+  return c;
+}
+
+// Sources of lengths 1..6 over the words 4..11 (a batch of varied lengths, so padding matters).
+std::vector<Seq> some_sources(Generator& gen, std::int64_t count) {
+  std::vector<Seq> out;
+  for (std::int64_t i = 0; i < count; ++i) {
+    Seq s(1 + gen.randint(6));
+    for (auto& w : s) w = 4 + static_cast<std::int64_t>(gen.randint(8));
+    out.push_back(s);
+  }
+  return out;
+}
+
+std::string str(const Seq& s) {
+  std::string out;
+  for (auto id : s) out += (out.empty() ? "" : " ") + std::to_string(id);
+  return "[" + out + "]";
+}
+
+// A one-row source tensor (1,S).
+Tensor one_source(const Seq& s) { return train::pad_batch({s}, kPad); }
+
+// How many outputs stopped at EOS, short of their length limit. The tests below want some: a
+// model that never chose EOS would exercise only the limit, not the finishing of hypotheses.
+int stopped_at_eos(const nn::Seq2SeqTransformer& model, const std::vector<Seq>& sources,
+                   const std::vector<Seq>& outputs, const train::DecodeOptions& opt) {
+  int n = 0;
+  for (std::size_t i = 0; i < sources.size(); ++i)
+    n += static_cast<std::int64_t>(outputs[i].size()) <
+         train::max_target_length(model, static_cast<std::int64_t>(sources[i].size()), opt);
+  return n;
+}
+
+// ---- exhaustive search ----------------------------------------------------------------------
+// Every output beam search can produce for a maximum length L: k tokens then EOS (k < L, the
+// EOS counted in the length), or L tokens cut off by the limit (no EOS). Tokens are any id but
+// <pad> and <s>, which decoding never generates.
+struct Candidate {
+  Seq tokens;        // without EOS (what decoding returns)
+  bool finished;     // ends with EOS
+  double log_prob;   // sum of the model's log-probabilities of every token (and EOS)
+  std::int64_t length() const { return static_cast<std::int64_t>(tokens.size()) + (finished ? 1 : 0); }
+  double score(double alpha) const { return log_prob / std::pow(static_cast<double>(length()), alpha); }
+};
+
+void enumerate(const Seq& prefix, std::int64_t L, const Seq& words, std::vector<Candidate>& out) {
+  if (static_cast<std::int64_t>(prefix.size()) == L) {
+    out.push_back({prefix, false, 0.0});
+    return;
+  }
+  out.push_back({prefix, true, 0.0});
+  for (std::int64_t w : words) {
+    Seq longer = prefix;
+    longer.push_back(w);
+    enumerate(longer, L, words, out);
+  }
+}
+
+// log P(tokens [+ EOS] | src) by teacher forcing: one decode of BOS + the sequence.
+double sequence_log_prob(const nn::Seq2SeqTransformer& model, const nn::Encoded& enc, const Candidate& c) {
+  Seq full = c.tokens;
+  if (c.finished) full.push_back(kEos);
+  Seq in = {kBos};
+  in.insert(in.end(), full.begin(), full.end() - 1);
+  const auto n = static_cast<std::int64_t>(full.size());
+  const Tensor logp = log_softmax(model.decode(from_vector<std::int64_t>(in, {1, n}), enc), -1);  // (1,n,V)
+  double total = 0;
+  for (std::int64_t t = 0; t < n; ++t) total += logp.at({0, t, full[t]});
+  return total;
+}
+
+}  // namespace
+
+TEST_CASE("beam search with beam 1 equals greedy decoding", "[decode][beam]") {
+  for (std::uint64_t seed : {1, 4, 7}) {  // models that choose EOS for some sources
+    INFO("model seed " << seed);
+    RandomModel m(small_config(), seed, 4.0, Dtype::Float32);
+    Generator gen(100 + seed);
+    const std::vector<Seq> sources = some_sources(gen, 8);
+    const Tensor src = train::pad_batch(sources, kPad);
+    train::DecodeOptions opt;
+    opt.beam = 1;
+    const auto greedy = train::greedy_decode(m.model, src, opt);
+    const auto beam = train::beam_search(m.model, src, opt);
+    REQUIRE(greedy.size() == sources.size());
+    for (std::size_t i = 0; i < sources.size(); ++i) {
+      INFO("source " << str(sources[i]) << " greedy " << str(greedy[i]) << " beam " << str(beam[i]));
+      CHECK(beam[i] == greedy[i]);
+    }
+    CHECK(stopped_at_eos(m.model, sources, greedy, opt) > 0);
+    // translate_batch with beam 1 is greedy
+    CHECK(train::translate_batch(m.model, src, opt) == greedy);
+  }
+}
+
+TEST_CASE("beam search equals an exhaustive search on a tiny vocabulary", "[decode][beam]") {
+  // Vocabulary 6: <pad> <unk> <s> </s> and the words 4, 5. Decoding may produce <unk>, 4, 5 and
+  // </s>: 3 "word" choices per position plus EOS. Sources of length 1 and 2 with max_len_a 1,
+  // max_len_b 2 allow at most L = 3 and 4 output tokens: 1+3+9+27 finished plus 81 cut-off
+  // sequences for L = 4.
+  nn::ModelConfig cfg = small_config();
+  cfg.src_vocab = cfg.tgt_vocab = 6;
+  cfg.d_model = 16;
+  cfg.n_heads = 2;
+  cfg.d_ff = 32;
+  cfg.encoder_layers = cfg.decoder_layers = 1;
+  const Seq words = {data::kUnkId, 4, 5};
+  const std::vector<Seq> sources = {{4}, {5, 4}};
+  train::DecodeOptions opt;
+  opt.max_len_a = 1.0;
+  opt.max_len_b = 2;
+  // Beams wide enough to be exact:
+  //   27 = 3^(L-1), the number of live (unfinished) hypotheses before the last step: every prefix
+  //      survives until then (at step t, 3^t <= 27 non-EOS candidates among the 2K considered),
+  //      so every output gets scored; the optimum is the best of its own length, so it ranks
+  //      first among the candidates of its step: inside the first K (where an EOS must be to
+  //      finish) and never pruned. Fewer than K finish before the last step (1+3+9 = 13), so
+  //      the search does not stop early. The smallest exact beam: it exercises the pruning.
+  //   108 = 4 * 27, every candidate of the widest step: nothing is ever pruned.
+  constexpr std::int64_t kLiveBeam = 27, kAllCandidatesBeam = 108;
+
+  int beats_greedy = 0;  // cases where the optimum is not greedy's output
+  for (std::uint64_t seed : {5, 6, 7}) {
+    // float64, so the exhaustive scores are exact up to ~1e-15 (the beam's are float32)
+    RandomModel m(cfg, seed, 3.0, Dtype::Float64);
+    // every candidate of every source, with its log-probability
+    std::vector<std::vector<Candidate>> all(sources.size());
+    for (std::size_t b = 0; b < sources.size(); ++b) {
+      const std::int64_t L = train::max_target_length(m.model, static_cast<std::int64_t>(sources[b].size()), opt);
+      REQUIRE(L == static_cast<std::int64_t>(sources[b].size()) + 2);
+      enumerate({}, L, words, all[b]);
+      const nn::Encoded enc = m.model.encode(one_source(sources[b]));
+      NoGradGuard no_grad;
+      for (Candidate& c : all[b]) c.log_prob = sequence_log_prob(m.model, enc, c);
+    }
+    REQUIRE(all[1].size() == 1 + 3 + 9 + 27 + 81);
+
+    for (double alpha : {0.0, 1.0, 2.0}) {
+      opt.length_penalty = alpha;
+      const auto greedy = train::greedy_decode(m.model, train::pad_batch(sources, kPad), opt);
+      opt.beam = kLiveBeam;
+      const auto beam = train::beam_search(m.model, train::pad_batch(sources, kPad), opt);
+      opt.beam = kAllCandidatesBeam;
+      const auto wide = train::beam_search(m.model, train::pad_batch(sources, kPad), opt);
+      for (std::size_t b = 0; b < sources.size(); ++b) {
+        auto by_score = all[b];
+        std::sort(by_score.begin(), by_score.end(),
+                  [&](const Candidate& x, const Candidate& y) { return x.score(alpha) > y.score(alpha); });
+        const Candidate& best = by_score[0];
+        INFO("seed " << seed << " alpha " << alpha << " source " << str(sources[b]) << ": exhaustive best "
+                     << str(best.tokens) << (best.finished ? " EOS" : " (cut off)") << " score " << best.score(alpha)
+                     << ", runner-up " << str(by_score[1].tokens) << " " << by_score[1].score(alpha) << "; beam "
+                     << str(beam[b]) << ", wider beam " << str(wide[b]));
+        // a clear winner, so rounding cannot decide the comparison
+        REQUIRE(best.score(alpha) - by_score[1].score(alpha) > kScoreTol);
+        CHECK(beam[b] == best.tokens);
+        CHECK(wide[b] == best.tokens);
+        beats_greedy += best.tokens != greedy[b];
+      }
+    }
+  }
+  // the search space is rich enough that the optimum is not always the greedy output
+  CHECK(beats_greedy > 0);
+}
+
+TEST_CASE("decoding with and without the KV cache gives the same outputs", "[decode][beam][cache]") {
+  for (std::uint64_t seed : {1, 2}) {
+    RandomModel m(small_config(), seed, 3.0, Dtype::Float32);
+    Generator gen(200 + seed);
+    const std::vector<Seq> sources = some_sources(gen, 6);
+    const Tensor src = train::pad_batch(sources, kPad);
+    for (std::int64_t beam : {1, 4}) {
+      INFO("model seed " << seed << " beam " << beam);
+      train::DecodeOptions cached, uncached;
+      cached.beam = uncached.beam = beam;
+      cached.use_cache = true;
+      uncached.use_cache = false;
+      const auto a = train::translate_batch(m.model, src, cached);
+      const auto b = train::translate_batch(m.model, src, uncached);
+      for (std::size_t i = 0; i < sources.size(); ++i) {
+        INFO("source " << str(sources[i]) << " cached " << str(a[i]) << " uncached " << str(b[i]));
+        CHECK(a[i] == b[i]);
+      }
+      CHECK(stopped_at_eos(m.model, sources, a, cached) > 0);
+    }
+  }
+}
+
+TEST_CASE("a padded batch decodes each sentence as it decodes alone", "[decode][beam][padding]") {
+  RandomModel m(small_config(), 4, 3.0, Dtype::Float32);
+  Generator gen(300);
+  const std::vector<Seq> sources = some_sources(gen, 7);
+  const Tensor src = train::pad_batch(sources, kPad);
+  for (std::int64_t beam : {1, 3}) {
+    train::DecodeOptions opt;
+    opt.beam = beam;
+    const auto batched = train::translate_batch(m.model, src, opt);
+    REQUIRE(batched.size() == sources.size());
+    for (std::size_t i = 0; i < sources.size(); ++i) {
+      const auto alone = train::translate_batch(m.model, one_source(sources[i]), opt);
+      INFO("beam " << beam << " source " << str(sources[i]) << " batched " << str(batched[i]) << " alone "
+                   << str(alone[0]));
+      CHECK(batched[i] == alone[0]);
+    }
+    CHECK(stopped_at_eos(m.model, sources, batched, opt) > 0);
+  }
+}
+
+TEST_CASE("decoding obeys the length limit and never emits pad or BOS", "[decode][beam]") {
+  // An unsharpened random model rarely picks EOS, so most outputs run to the limit; with
+  // max_len_a 0.5 and max_len_b 1 the limit is ceil(n / 2) + 1 tokens for a source of n.
+  RandomModel m(small_config(), 8, 1.0, Dtype::Float32);
+  Generator gen(400);
+  const std::vector<Seq> sources = some_sources(gen, 8);
+  const Tensor src = train::pad_batch(sources, kPad);
+  train::DecodeOptions opt;
+  opt.max_len_a = 0.5;
+  opt.max_len_b = 1;
+  int at_limit = 0;
+  for (std::int64_t beam : {1, 3}) {
+    opt.beam = beam;
+    const auto out = train::translate_batch(m.model, src, opt);
+    for (std::size_t i = 0; i < sources.size(); ++i) {
+      const std::int64_t L = train::max_target_length(m.model, static_cast<std::int64_t>(sources[i].size()), opt);
+      // ceil(0.5 * n) + 1 generated tokens at most, EOS included
+      CHECK(L == static_cast<std::int64_t>(std::ceil(0.5 * sources[i].size())) + 1);
+      INFO("beam " << beam << " source " << str(sources[i]) << " output " << str(out[i]));
+      CHECK(static_cast<std::int64_t>(out[i].size()) <= L);
+      at_limit += static_cast<std::int64_t>(out[i].size()) == L;
+      for (auto id : out[i]) {
+        CHECK(id != kPad);
+        CHECK(id != kBos);
+        CHECK(id != kEos);
+      }
+    }
+  }
+  CHECK(at_limit > 0);  // the limit was reached, not just never approached
+  // the model's max_len caps the limit: BOS + the output must fit its position table
+  opt.max_len_a = 100;
+  CHECK(train::max_target_length(m.model, 5, opt) == small_config().max_len - 1);
+}

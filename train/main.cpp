@@ -7,12 +7,20 @@
 //   summary    the model of a config: module tree, parameter counts, FLOPs, KV-cache bytes
 //   demo       a tiny forward and backward pass, printed step by step
 //
+// For the classroom and the debugger:
+//   gradcheck      float64 gradient checks of every op and module, as a table (exit 1 on a failure)
+//   attention      cross- and self-attention heatmaps of one sentence, per layer and head (SVG)
+//   plot           training curves of a run, or a config's positional encodings / LR schedule (SVG)
+//   explain-batch  one real training batch as text: tokens, teacher forcing, masks, counts
+//
 // Bad input (command line, config, corpus, checkpoint) prints one line to stderr and exits 2.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,8 +30,11 @@
 #include "autograd/threads.h"
 #include "data/corpus.h"
 #include "train/bleu.h"
+#include "train/classroom.h"
 #include "train/config.h"
 #include "train/evaluate.h"
+#include "train/gradcheck_suite.h"
+#include "train/plots.h"
 #include "train/setup.h"
 #include "train/summary.h"
 #include "train/trainer.h"
@@ -146,6 +157,80 @@ int run_bleu(const std::string& ref_path, const std::string& tokenize) {
   return 0;
 }
 
+// gradcheck: the suite's entries named by `module` (an entry, a topic or "all") as a table.
+int run_gradcheck(const std::string& module, bool list) {
+  const auto& suite = train::gradcheck_suite();
+  if (list) {
+    std::cout << train::format_gradcheck_list(suite);
+    return 0;
+  }
+  std::vector<const train::GradcheckEntry*> entries;
+  for (const auto& e : suite)
+    if (module == "all" || e.name == module || e.topic == module) entries.push_back(&e);
+  if (entries.empty()) {
+    std::vector<std::string> topics;
+    for (const auto& e : suite)
+      if (std::find(topics.begin(), topics.end(), e.topic) == topics.end()) topics.push_back(e.topic);
+    std::string topic_list;
+    for (const auto& t : topics) topic_list += (topic_list.empty() ? "" : ", ") + t;
+    throw std::invalid_argument("gradcheck: unknown module '" + module + "'; valid: all, " + train::gradcheck_names() +
+                                " (or a topic: " + topic_list + ")");
+  }
+  return train::run_gradcheck_table(entries, std::cout) ? 0 : 1;
+}
+
+struct AttentionArgs {
+  std::string checkpoint, src, tgt, out;  // out: "" = the checkpoint's directory
+};
+
+int run_attention(const AttentionArgs& a, bool tgt_given) {
+  const train::InferenceModel im = train::load_inference_model(a.checkpoint);
+  const auto fig = train::attention_figures(im, a.src, tgt_given ? std::optional<std::string>(a.tgt) : std::nullopt);
+  const fs::path dir = a.out.empty() ? fs::absolute(a.checkpoint).parent_path() : fs::path(a.out);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw std::runtime_error("attention: cannot create the output directory " + dir.string() + ": " + ec.message());
+  const std::string cross = (dir / "cross_attention.svg").string(), self = (dir / "self_attention.svg").string();
+  train::write_file_atomically(cross, fig.cross_svg);
+  train::write_file_atomically(self, fig.self_svg);
+  std::cout << (fig.teacher_forced ? "target (teacher-forced): " : "translation (greedy): ") << fig.translation << "\n"
+            << cross << "\n"
+            << self << "\n";
+  return 0;
+}
+
+struct PlotArgs {
+  std::string run_dir, config, what, out;
+  std::vector<std::string> overrides;
+};
+
+int run_plot(const PlotArgs& a) {
+  if (!a.run_dir.empty() && !a.config.empty())
+    throw std::invalid_argument("plot: give either a run directory or --config, not both");
+  if (a.run_dir.empty() && a.config.empty())
+    throw std::invalid_argument("plot: expected a run directory (training curves) or --config FILE --what positions|schedule");
+  std::string svg;
+  fs::path out = a.out;
+  if (!a.run_dir.empty()) {
+    if (!a.what.empty() || !a.overrides.empty())
+      throw std::invalid_argument("plot: --what and --set go with --config, not with a run directory");
+    if (!fs::is_directory(a.run_dir)) throw std::invalid_argument("plot: " + a.run_dir + " is not a directory");
+    svg = train::training_curves_svg((fs::path(a.run_dir) / "metrics.tsv").string());
+    if (out.empty()) out = fs::path(a.run_dir) / "curves.svg";
+  } else {
+    if (a.what.empty()) throw std::invalid_argument("plot: --config needs --what positions or --what schedule");
+    const train::Config cfg = train::load_config(a.config, a.overrides);
+    svg = a.what == "positions" ? train::positions_svg(cfg) : train::schedule_svg(cfg);
+    if (out.empty()) out = fs::path(cfg.run.dir) / (a.what + ".svg");
+  }
+  std::error_code ec;
+  if (out.has_parent_path()) fs::create_directories(out.parent_path(), ec);
+  if (ec) throw std::runtime_error("plot: cannot create the directory of " + out.string() + ": " + ec.message());
+  train::write_file_atomically(out.string(), svg);
+  std::cout << out.string() << "\n";
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -201,16 +286,68 @@ int main(int argc, char** argv) {
 
   auto* demo_cmd = app.add_subcommand("demo", "Print a tiny forward and backward pass (tensors and autograd at work)");
 
+  // gradcheck
+  std::string gradcheck_module = "all";
+  bool gradcheck_list = false;
+  auto* gradcheck_cmd = app.add_subcommand(
+      "gradcheck", "Float64 gradient checks of every op and module, as a table (exit status 1 on a failure)");
+  gradcheck_cmd->add_option("--module", gradcheck_module, "A check (see --list), a topic such as attention, or all (default)");
+  gradcheck_cmd->add_flag("--list", gradcheck_list, "List the checks with a one-line description each");
+
+  // attention
+  AttentionArgs aargs;
+  auto* attention_cmd = app.add_subcommand(
+      "attention", "Heatmaps of every decoder layer's cross- and self-attention, per head, for one sentence (SVG)");
+  attention_cmd->add_option("--checkpoint", aargs.checkpoint, "Checkpoint file (its directory must hold the tokenizer)")
+      ->required();
+  attention_cmd->add_option("--src", aargs.src, "The source sentence")->required();
+  attention_cmd->add_option("--tgt", aargs.tgt, "A target to feed (teacher forcing) instead of the greedy translation");
+  attention_cmd->add_option("--out", aargs.out,
+                            "Directory for cross_attention.svg and self_attention.svg (default: the checkpoint's)");
+
+  // plot
+  PlotArgs pargs;
+  auto* plot_cmd = app.add_subcommand(
+      "plot", "Draw a run's training curves (RUN_DIR/metrics.tsv), or a config's positional encodings or LR schedule (SVG)");
+  plot_cmd->add_option("run_dir", pargs.run_dir, "Run directory holding metrics.tsv (writes RUN_DIR/curves.svg)");
+  plot_cmd->add_option("--config", pargs.config, "Config file (TOML), with --what");
+  plot_cmd->add_option("--what", pargs.what, "With --config: positions (sinusoidal table) or schedule (learning rate per step)")
+      ->check(CLI::IsMember({"positions", "schedule"}));
+  plot_cmd->add_option("--out", pargs.out, "Output SVG file (default: RUN_DIR/curves.svg or run.dir/WHAT.svg)");
+  plot_cmd->add_option("--set", pargs.overrides, "Override a config key: section.key=value (repeatable)");
+
+  // explain-batch
+  std::string explain_config;
+  std::vector<std::string> explain_overrides;
+  train::ExplainOptions explain_opt;
+  auto* explain_cmd = app.add_subcommand(
+      "explain-batch", "Print one real training batch: tokens, decoder input and target (teacher forcing), masks, counts");
+  explain_cmd->add_option("--config", explain_config, "Config file (TOML)")->required();
+  explain_cmd->add_option("--batch", explain_opt.batch, "Which batch of the first epoch, 0-based (default: 0)");
+  explain_cmd->add_option("--rows", explain_opt.rows, "Sentence pairs to print in full (default: 3)");
+  explain_cmd->add_option("--set", explain_overrides, "Override a config key: section.key=value (repeatable)");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    // help and version go to stdout with status 0; a bad command line is status 2
-    const int code = app.exit(e);
-    return code == 0 ? 0 : 2;
+    // help and version go to stdout with status 0; a bad command line is one line on stderr, status 2
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
+    std::string what = e.what();
+    std::replace(what.begin(), what.end(), '\n', ' ');
+    std::cerr << "scratchformer: error: " << what << " (run with --help to see the options)\n";
+    return 2;
   }
   try {
     init_threads();
     if (demo_cmd->parsed()) return run_demo();
+    if (gradcheck_cmd->parsed()) return run_gradcheck(gradcheck_module, gradcheck_list);
+    if (attention_cmd->parsed()) return run_attention(aargs, attention_cmd->count("--tgt") > 0);
+    if (plot_cmd->parsed()) return run_plot(pargs);
+    if (explain_cmd->parsed()) {
+      const train::Config cfg = train::load_config(explain_config, explain_overrides);
+      std::cout << train::explain_batch(cfg, explain_opt, std::cerr);
+      return 0;
+    }
     if (train_cmd->parsed()) {
       train::Config cfg = train::load_config(config_path, overrides);
       return train::train(cfg, {resume});

@@ -1,0 +1,476 @@
+// The classroom commands (train/gradcheck_suite.h, train/classroom.h, `scratchformer gradcheck |
+// attention | plot | explain-batch`):
+//   the gradient-check suite: every entry passes, --list names them all, a broken entry (a
+//     forgotten gradient path) and a too-strict tolerance are reported as FAIL with exit status 1;
+//   the real binary: gradcheck for one module and a topic; plot of a hand-written metrics.tsv and
+//     of a config's positions and schedule; explain-batch of configs/reverse.toml (teacher forcing
+//     checked on the printed columns); attention heatmaps from a checkpoint trained for two steps;
+//     bad input for every command is exit status 2 with one line on stderr.
+#include "test_util.h"
+
+#include <stdlib.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "train/classroom.h"
+#include "train/gradcheck_suite.h"
+
+namespace fs = std::filesystem;
+using Catch::Contains;
+using namespace sf;
+using namespace sf::train;
+
+namespace {
+
+const std::string kSourceDir = SCRATCHFORMER_SOURCE_DIR;
+const std::string kBinary = SCRATCHFORMER_BINARY;
+const std::string kReverseConfig = kSourceDir + "/configs/reverse.toml";
+
+// A fresh folder under the system temp directory, removed with everything in it at scope exit.
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "sf_classroom_XXXXXX").string();
+    REQUIRE(mkdtemp(pattern.data()) != nullptr);
+    path = pattern;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+};
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void write_file(const fs::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+}
+
+// 'text' quoted for /bin/sh.
+std::string shell_quote(const std::string& text) {
+  std::string out = "'";
+  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+struct RunResult {
+  int status = -1;  // exit status
+  std::string out, err;
+};
+
+// Runs the scratchformer binary with `args` (each quoted), stdin from /dev/null.
+RunResult run_cli(const std::vector<std::string>& args) {
+  TempDir io;
+  std::string cmd = shell_quote(kBinary);
+  for (const std::string& a : args) cmd += " " + shell_quote(a);
+  cmd += " </dev/null >" + shell_quote((io.path / "out").string()) + " 2>" + shell_quote((io.path / "err").string());
+  const int raw = std::system(cmd.c_str());
+  RunResult r;
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  r.out = read_file(io.path / "out");
+  r.err = read_file(io.path / "err");
+  return r;
+}
+
+std::size_t count_lines(const std::string& text) { return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')); }
+
+// Bad input: status 2 and exactly one line on stderr that mentions `what`.
+void require_one_line_error(const std::vector<std::string>& args, const std::string& what) {
+  const RunResult r = run_cli(args);
+  INFO("stdout: " << r.out << "\nstderr: " << r.err);
+  REQUIRE(r.status == 2);
+  REQUIRE(count_lines(r.err) == 1);
+  REQUIRE_THAT(r.err, Contains("error") && Contains(what));
+}
+
+std::size_t count_of(const std::string& text, const std::string& needle) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
+// An SVG document as SvgWriter writes it: an optional XML declaration, then one <svg> root that
+// closes at the very end, with as many <g ...> as </g>.
+void require_svg_document(const std::string& doc) {
+  std::size_t start = 0;
+  if (doc.rfind("<?xml", 0) == 0) start = doc.find("?>") + 2;
+  while (start < doc.size() && std::isspace(static_cast<unsigned char>(doc[start]))) ++start;
+  REQUIRE(doc.compare(start, 4, "<svg") == 0);
+  std::string tail = doc;
+  while (!tail.empty() && std::isspace(static_cast<unsigned char>(tail.back()))) tail.pop_back();
+  REQUIRE(tail.size() >= 6);
+  REQUIRE(tail.substr(tail.size() - 6) == "</svg>");
+  REQUIRE(count_of(doc, "<svg") == 1);
+  REQUIRE(count_of(doc, "<g ") + count_of(doc, "<g>") == count_of(doc, "</g>"));
+}
+
+// Runs every entry of one topic through the registry and requires each input of each run to pass.
+void require_topic_passes(const std::string& topic) {
+  std::size_t entries = 0;
+  for (const GradcheckEntry& e : gradcheck_suite()) {
+    if (e.topic != topic) continue;
+    ++entries;
+    const std::vector<GradcheckCase> cases = e.run(GradcheckOptions{});
+    REQUIRE_FALSE(cases.empty());
+    for (const GradcheckCase& c : cases) {
+      INFO(e.name << " (" << c.variant << "): " << c.result.message);
+      REQUIRE(c.result.ok);
+      REQUIRE_FALSE(c.result.inputs.empty());
+      REQUIRE(c.result.inputs.size() == c.input_names.size());
+    }
+  }
+  REQUIRE(entries > 0);
+}
+
+// The topics the "entries pass" tests below cover; a new topic must be added to one of them.
+const std::set<std::string> kTestedTopics = {"embeddings", "linear", "attention", "positions", "feed-forward",
+                                             "norms", "layers", "model", "loss"};
+
+}  // namespace
+
+// ==================================================================== the gradient-check suite
+
+TEST_CASE("gradcheck suite attention entries pass", "[classroom][grad][attention]") { require_topic_passes("attention"); }
+
+TEST_CASE("gradcheck suite layer entries pass", "[classroom][grad][encoder][decoder]") { require_topic_passes("layers"); }
+
+TEST_CASE("gradcheck suite model entry passes in fast mode", "[classroom][grad][model]") { require_topic_passes("model"); }
+
+TEST_CASE("gradcheck suite embedding positions feed-forward norm and loss entries pass", "[classroom][grad]") {
+  for (const char* topic : {"embeddings", "linear", "positions", "feed-forward", "norms", "loss"}) {
+    INFO("topic " << topic);
+    require_topic_passes(topic);
+  }
+}
+
+TEST_CASE("gradcheck suite covers the course and every topic is tested", "[classroom][grad]") {
+  std::set<std::string> names, topics;
+  for (const GradcheckEntry& e : gradcheck_suite()) {
+    INFO(e.name);
+    REQUIRE(names.insert(e.name).second);  // unique
+    REQUIRE_FALSE(e.description.empty());
+    REQUIRE(e.description.find('\n') == std::string::npos);
+    REQUIRE(e.run);
+    REQUIRE(find_gradcheck(e.name) == &e);
+    topics.insert(e.topic);
+  }
+  REQUIRE(topics == kTestedTopics);
+  for (const char* required : {"embedding", "attention_no_mask", "attention_padding_mask", "attention_causal_mask",
+                               "multi_head", "gqa", "mqa", "feed_forward", "layer_norm", "rms_norm", "positions",
+                               "encoder_layer", "decoder_layer", "model", "label_smoothed_loss"}) {
+    INFO(required);
+    REQUIRE(names.count(required) == 1);
+  }
+  REQUIRE(find_gradcheck("no_such_check") == nullptr);
+  const std::string list = format_gradcheck_list(gradcheck_suite());
+  REQUIRE(count_lines(list) == gradcheck_suite().size());
+  for (const GradcheckEntry& e : gradcheck_suite()) REQUIRE_THAT(list, Contains(e.name) && Contains(e.description));
+}
+
+TEST_CASE("gradcheck table reports a forgotten gradient path as FAIL", "[classroom][grad][mutation]") {
+  // y = x * detach(x): the forward is x^2, but autograd sees only one factor, so the analytic
+  // gradient is x instead of 2x, the classic bug of a tensor cut out of the graph.
+  const GradcheckEntry broken{
+      "broken_square", "test", "x * detach(x): one gradient path forgotten", [](const GradcheckOptions& o) {
+        Generator gen(1);
+        Tensor x = randn({3}, gen, Dtype::Float64).requires_grad_();
+        GradcheckCase c;
+        c.input_names = {"x"};
+        c.input_shapes = {x.shape()};
+        c.result = gradcheck([](const std::vector<Tensor>& in) { return mul(in[0], in[0].detach()); }, {x}, o);
+        return std::vector<GradcheckCase>{c};
+      }};
+  std::ostringstream out;
+  REQUIRE_FALSE(run_gradcheck_table({find_gradcheck("layer_norm"), &broken}, out));
+  const std::string table = out.str();
+  INFO(table);
+  REQUIRE_THAT(table, Contains("broken_square") && Contains("FAIL") && Contains("1 FAILED"));
+  REQUIRE_THAT(table, Contains("gradcheck failed for input 0"));  // gradcheck's own message, with the index
+  // the correct entry beside it still passes
+  REQUIRE(count_of(table, "pass\n") == 3);  // layer_norm: x, weight, bias
+  const std::vector<GradcheckRow> rows = gradcheck_rows(broken, broken.run(GradcheckOptions{}));
+  REQUIRE(rows.size() == 1);
+  REQUIRE_FALSE(rows[0].ok);
+  REQUIRE(rows[0].input == "x");
+}
+
+TEST_CASE("gradcheck table fails a correct entry under an impossible tolerance", "[classroom][grad][mutation]") {
+  // Central differences carry truncation and rounding errors of ~1e-10 here (see the table of
+  // `scratchformer gradcheck`); a tolerance of 1e-30 leaves no room for them.
+  constexpr double kImpossibleTol = 1e-30;
+  GradcheckOptions strict;
+  strict.atol = kImpossibleTol;
+  strict.rtol = kImpossibleTol;
+  std::ostringstream out;
+  REQUIRE_FALSE(run_gradcheck_table({find_gradcheck("feed_forward")}, out, strict));
+  REQUIRE_THAT(out.str(), Contains("FAIL"));
+  std::ostringstream normal;
+  REQUIRE(run_gradcheck_table({find_gradcheck("feed_forward")}, normal));
+  REQUIRE_THAT(normal.str(), Contains("all passed"));
+}
+
+TEST_CASE("gradcheck command runs one module or a topic and lists every check", "[classroom][cli][grad]") {
+  const RunResult one = run_cli({"gradcheck", "--module", "layer_norm"});
+  INFO(one.out << one.err);
+  REQUIRE(one.status == 0);
+  REQUIRE_THAT(one.out, Contains("module") && Contains("max abs error") && Contains("layer_norm") && Contains("all passed"));
+  REQUIRE(count_of(one.out, "pass\n") == 3);  // x, weight, bias
+  REQUIRE(one.out.find("rms_norm ") == std::string::npos);
+
+  const RunResult topic = run_cli({"gradcheck", "--module", "norms"});
+  REQUIRE(topic.status == 0);
+  REQUIRE_THAT(topic.out, Contains("layer_norm") && Contains("rms_norm"));
+
+  const RunResult list = run_cli({"gradcheck", "--list"});
+  REQUIRE(list.status == 0);
+  REQUIRE(count_lines(list.out) == gradcheck_suite().size());
+  for (const GradcheckEntry& e : gradcheck_suite()) REQUIRE_THAT(list.out, Contains(e.name));
+
+  require_one_line_error({"gradcheck", "--module", "no_such_module"}, "no_such_module");
+  const RunResult bad = run_cli({"gradcheck", "--module", "no_such_module"});
+  REQUIRE_THAT(bad.err, Contains("embedding") && Contains("decoder_layer") && Contains("all"));  // the valid names
+}
+
+// ========================================================================================= plot
+
+TEST_CASE("plot draws the training curves of a hand-written metrics file", "[classroom][cli][plot]") {
+  TempDir run;
+  write_file(run.path / "metrics.tsv",
+             "step\tepoch\tkind\tloss\tnll\tppl\tlr\ttokens_per_s\tgrad_norm\tbleu\telapsed_s\n"
+             "10\t1\ttrain\t4.5\t4.2\t66.7\t0.001\t900\t1.5\t\t3\n"
+             "20\t1\ttrain\t3.1\t2.9\t18.2\t0.002\t950\t1.1\t\t6\n"
+             "20\t1\tvalid\t3.3\t3.0\t20.1\t\t\t\t12.5\t7\n");
+  const RunResult r = run_cli({"plot", run.path.string()});
+  INFO(r.out << r.err);
+  REQUIRE(r.status == 0);
+  const fs::path svg = run.path / "curves.svg";
+  REQUIRE_THAT(r.out, Contains(svg.string()));
+  const std::string doc = read_file(svg);
+  require_svg_document(doc);
+  REQUIRE_THAT(doc, Contains("Training curves") && Contains("valid BLEU"));
+
+  const fs::path other = run.path / "sub" / "mine.svg";
+  REQUIRE(run_cli({"plot", run.path.string(), "--out", other.string()}).status == 0);
+  require_svg_document(read_file(other));
+}
+
+TEST_CASE("plot draws the positional encodings and the schedule of a config", "[classroom][cli][plot]") {
+  TempDir dir;
+  const fs::path positions = dir.path / "positions.svg", schedule = dir.path / "schedule.svg";
+  const RunResult p = run_cli({"plot", "--config", kReverseConfig, "--what", "positions", "--out", positions.string()});
+  INFO(p.out << p.err);
+  REQUIRE(p.status == 0);
+  const std::string pos_doc = read_file(positions);
+  require_svg_document(pos_doc);
+  REQUIRE_THAT(pos_doc, Contains("max_len 64") && Contains("d_model 64"));  // configs/reverse.toml's model
+  REQUIRE(count_of(pos_doc, "<rect") >= 64 * 64);                          // one cell per table entry
+
+  const RunResult s = run_cli({"plot", "--config", kReverseConfig, "--what", "schedule", "--out", schedule.string()});
+  REQUIRE(s.status == 0);
+  const std::string sched_doc = read_file(schedule);
+  require_svg_document(sched_doc);
+  REQUIRE_THAT(sched_doc, Contains("cosine") && Contains("warmup 50") && Contains("<polyline"));
+
+  // without --out: the run directory of the config (here overridden)
+  const fs::path run_dir = dir.path / "run";
+  REQUIRE(run_cli({"plot", "--config", kReverseConfig, "--what", "schedule", "--set", "run.dir=" + run_dir.string()}).status == 0);
+  require_svg_document(read_file(run_dir / "schedule.svg"));
+}
+
+TEST_CASE("plot bad input is one line and exit status 2", "[classroom][cli][plot][errors]") {
+  TempDir dir;
+  require_one_line_error({"plot"}, "run directory");
+  require_one_line_error({"plot", dir.path.string(), "--config", kReverseConfig}, "not both");
+  require_one_line_error({"plot", "--config", kReverseConfig}, "--what");
+  require_one_line_error({"plot", "--config", kReverseConfig, "--what", "colours"}, "colours");
+  require_one_line_error({"plot", (dir.path / "missing").string()}, "missing");
+  require_one_line_error({"plot", dir.path.string()}, "metrics.tsv");  // no metrics file in it
+  write_file(dir.path / "metrics.tsv", "step\tepoch\tkind\tloss\tnll\tppl\tlr\ttokens_per_s\tgrad_norm\tbleu\telapsed_s\n"
+                                       "10\t1\ttrain\tlots\t4.2\t66.7\t0.001\t900\t1.5\t\t3\n");
+  require_one_line_error({"plot", dir.path.string()}, "metrics.tsv:2");
+  require_one_line_error({"plot", "--config", kReverseConfig, "--what", "positions", "--set", "model.d_modle=8"}, "d_modle");
+}
+
+// ================================================================================ explain-batch
+
+namespace {
+
+// The whitespace-separated cells of the first line of `text` that starts with "  " + label + " ".
+std::vector<std::string> cells_of(const std::string& text, const std::string& label) {
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line))
+    if (line.rfind("  " + label + " ", 0) == 0) {
+      std::istringstream cells(line.substr(label.size() + 2));
+      std::vector<std::string> out;
+      for (std::string c; cells >> c;) out.push_back(c);
+      return out;
+    }
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("explain-batch shows teacher forcing masks and counts of a real batch", "[classroom][cli][batch][teacher_forcing]") {
+  TempDir run;
+  const std::vector<std::string> args = {"explain-batch", "--config", kReverseConfig, "--set", "run.dir=" + run.path.string(),
+                                         "--batch", "5"};
+  const RunResult r = run_cli(args);
+  INFO(r.out << r.err);
+  REQUIRE(r.status == 0);
+  REQUIRE_THAT(r.err, Contains("training one"));  // no tokenizer in the new run directory yet
+  REQUIRE(fs::exists(run.path / "spm.model"));
+  REQUIRE_THAT(r.out, Contains("batch 5 of ") && Contains("causal mask") && Contains("padding masks") &&
+                          Contains("rows (sentence pairs)"));
+
+  // Row 0: tgt_in = <s> + target, tgt_out = target + </s>: tgt_in[t + 1] == tgt_out[t].
+  const std::vector<std::string> src = cells_of(r.out, "src"), in = cells_of(r.out, "tgt_in"), out = cells_of(r.out, "tgt_out");
+  REQUIRE_FALSE(src.empty());
+  REQUIRE(in.size() == out.size());
+  REQUIRE(in.size() >= 2);
+  REQUIRE(in[0] == "<s>");
+  std::size_t real = 0;
+  for (std::size_t t = 0; t + 1 < in.size() && in[t + 1] != "<pad>"; ++t, ++real) REQUIRE(in[t + 1] == out[t]);
+  REQUIRE(out[real] == "</s>");
+  // The pieces spell the row's sentences (printed above them): "▁" marks a word start.
+  const auto spell = [](std::vector<std::string> pieces) {
+    std::string text;
+    for (const std::string& p : pieces) {
+      if (p == "<pad>" || p == "</s>") break;
+      text += p;
+    }
+    for (std::size_t at = text.find("\u2581"); at != std::string::npos; at = text.find("\u2581")) text.replace(at, 3, " ");
+    return text.substr(text.find_first_not_of(' '));
+  };
+  const std::size_t header = r.out.find("\nrow 0 ");
+  REQUIRE(header != std::string::npos);
+  const std::string row_line = r.out.substr(header + 1, r.out.find('\n', header + 1) - header - 1);
+  REQUIRE_THAT(row_line, Contains("\"" + spell(src) + "\" -> \"" + spell(out) + "\""));
+
+  // The causal triangle: row t has t + 1 zeros (itself and the past) then ones.
+  std::istringstream lines(r.out.substr(r.out.find("blocked where j > t:")));
+  std::string line;
+  std::getline(lines, line);
+  for (int t = 0; t < 3; ++t) {
+    REQUIRE(std::getline(lines, line));
+    const std::string bits = line.substr(2);
+    REQUIRE(bits.find('1') == static_cast<std::size_t>(t + 1));
+    REQUIRE(bits.find_first_not_of('0') == static_cast<std::size_t>(t + 1));
+  }
+
+  // budget rows * max(S, T) = X of batch_tokens 2048, with X <= 2048
+  const std::size_t at = r.out.find("rows * max(S, T) = ");
+  REQUIRE(at != std::string::npos);
+  long rows = 0, longest = 0, product = 0;
+  REQUIRE(std::sscanf(r.out.c_str() + at, "rows * max(S, T) = %ld * %ld = %ld", &rows, &longest, &product) == 3);
+  REQUIRE(rows * longest == product);
+  REQUIRE(product <= 2048);
+
+  // The tokenizer now exists: no training message the second time, the same batch.
+  const RunResult again = run_cli(args);
+  REQUIRE(again.status == 0);
+  REQUIRE(again.err.empty());
+  REQUIRE(again.out == r.out);
+}
+
+TEST_CASE("explain-batch bad input is one line and exit status 2", "[classroom][cli][batch][errors]") {
+  TempDir run;
+  const std::string dir = "run.dir=" + run.path.string();
+  // a first run trains the tokenizer (and says so on stderr); errors after it are one line
+  REQUIRE(run_cli({"explain-batch", "--config", kReverseConfig, "--set", dir}).status == 0);
+  require_one_line_error({"explain-batch"}, "--config");
+  require_one_line_error({"explain-batch", "--config", kReverseConfig, "--set", dir, "--batch", "100000"}, "100000");
+  require_one_line_error({"explain-batch", "--config", kReverseConfig, "--set", dir, "--batch", "-1"}, "-1");
+  require_one_line_error({"explain-batch", "--config", kReverseConfig, "--set", "train.sed=3"}, "train.sed");
+  require_one_line_error({"explain-batch", "--config", (run.path / "missing.toml").string()}, "missing.toml");
+}
+
+// ==================================================================================== attention
+
+namespace {
+
+// A checkpoint of configs/reverse.toml trained for two steps of a smaller model (D 32, H 2,
+// 2 + 2 layers) in a temp run directory: made once, shared by the attention tests.
+const fs::path& tiny_checkpoint() {
+  static TempDir run;
+  static const fs::path checkpoint = [] {
+    const RunResult r = run_cli({"train", "--config", kReverseConfig, "--set", "run.dir=" + run.path.string(), "--set",
+                                 "train.max_steps=2", "--set", "train.valid_every=2", "--set", "train.log_every=1", "--set",
+                                 "data.max_valid_sentences=2", "--set", "data.test_src=\"\"", "--set", "data.test_tgt=\"\"", "--set",
+                                 "data.batch_tokens=256", "--set", "model.d_model=32", "--set", "model.n_heads=2", "--set",
+                                 "model.d_ff=64"});
+    INFO(r.out << r.err);
+    REQUIRE(r.status == 0);
+    return run.path / "checkpoint-last.safetensors";
+  }();
+  REQUIRE(fs::exists(checkpoint));
+  return checkpoint;
+}
+
+}  // namespace
+
+TEST_CASE("attention writes cross and self attention heatmaps of every layer and head", "[classroom][cli][attention]") {
+  TempDir out;
+  const RunResult r = run_cli({"attention", "--checkpoint", tiny_checkpoint().string(), "--src", "wa mi lo ka", "--out",
+                               out.path.string()});
+  INFO(r.out << r.err);
+  REQUIRE(r.status == 0);
+  const fs::path cross = out.path / "cross_attention.svg", self = out.path / "self_attention.svg";
+  REQUIRE_THAT(r.out, Contains("translation (greedy)") && Contains(cross.string()) && Contains(self.string()));
+  const std::string cross_doc = read_file(cross), self_doc = read_file(self);
+  require_svg_document(cross_doc);
+  require_svg_document(self_doc);
+  for (const std::string& doc : {cross_doc, self_doc}) {
+    // 2 decoder layers x 2 heads
+    for (const char* map : {"layer 1, head 1", "layer 1, head 2", "layer 2, head 1", "layer 2, head 2"}) REQUIRE_THAT(doc, Contains(map));
+    REQUIRE(doc.find("layer 3,") == std::string::npos);
+    REQUIRE(doc.find("head 3") == std::string::npos);
+  }
+  // the source tokens label the cross-attention columns (each piece starts with U+2581)
+  for (const char* piece : {"\u2581wa", "\u2581mi", "\u2581lo", "\u2581ka"}) REQUIRE_THAT(cross_doc, Contains(piece));
+  REQUIRE_THAT(cross_doc, Contains("Cross-attention"));
+  REQUIRE_THAT(self_doc, Contains("Masked self-attention"));
+  // self-attention: the decoder input starts with <s> (escaped), and the future is masked
+  REQUIRE_THAT(self_doc, Contains("&lt;s&gt;") && Contains("class=\"masked\""));
+}
+
+TEST_CASE("attention teacher-forces a given target", "[classroom][cli][attention]") {
+  TempDir out;
+  const RunResult r = run_cli({"attention", "--checkpoint", tiny_checkpoint().string(), "--src", "wa mi lo ka", "--tgt",
+                               "ka lo mi wa", "--out", out.path.string()});
+  INFO(r.out << r.err);
+  REQUIRE(r.status == 0);
+  REQUIRE_THAT(r.out, Contains("teacher-forced") && Contains("ka lo mi wa"));
+  const std::string self_doc = read_file(out.path / "self_attention.svg");
+  // T = 5 decoder positions (<s> ka lo mi wa): the causal mask hides 4+3+2+1 = 10 cells per map
+  REQUIRE(count_of(self_doc, "class=\"masked\"") == 10 * 4);
+  REQUIRE_THAT(self_doc, Contains("&lt;/s&gt;"));  // the last position produces </s>
+}
+
+TEST_CASE("attention bad input is one line and exit status 2", "[classroom][cli][attention][errors]") {
+  TempDir dir;
+  const std::string ck = tiny_checkpoint().string();
+  require_one_line_error({"attention", "--src", "wa"}, "--checkpoint");
+  require_one_line_error({"attention", "--checkpoint", ck}, "--src");
+  require_one_line_error({"attention", "--checkpoint", (dir.path / "none.safetensors").string(), "--src", "wa"}, "none.safetensors");
+  require_one_line_error({"attention", "--checkpoint", ck, "--src", ""}, "--src");
+  require_one_line_error({"attention", "--checkpoint", ck, "--src", "wa", "--tgt", "   "}, "--tgt");
+  std::string too_long;
+  for (int i = 0; i < 80; ++i) too_long += "wa ";
+  require_one_line_error({"attention", "--checkpoint", ck, "--src", too_long}, "limit");
+}

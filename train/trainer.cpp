@@ -279,8 +279,7 @@ int train(const Config& cfg, const TrainOptions& options) {
   SignalScope signals;
   model.train();
   const std::int64_t pad = data::kPadId;
-  double interval_loss = 0;
-  std::int64_t interval_steps = 0, interval_tokens = 0;
+  std::int64_t interval_tokens = 0;
   auto interval_start = Clock::now();
   auto session_start = Clock::now();
   const double elapsed_before = st.elapsed_seconds;
@@ -313,9 +312,11 @@ int train(const Config& cfg, const TrainOptions& options) {
       loss.backward();
       step_loss += loss.item();
       step_tokens += batch.tgt_tokens;
-      if (log_now && micro == 0) {  // the unsmoothed NLL of this batch, for the log line
+      if (log_now) {  // the unsmoothed NLL of the same batches, for the log line
         NoGradGuard no_grad;
-        step_nll = cross_entropy(flat_logits.detach(), targets, pad, 0.0).item();
+        const double nll = cross_entropy(flat_logits.detach(), targets, pad, 0.0).item() /
+                           static_cast<double>(cfg.train.accum_steps);
+        step_nll = micro == 0 ? nll : step_nll + nll;
       }
     }
     if (epoch_limit) {
@@ -343,9 +344,7 @@ int train(const Config& cfg, const TrainOptions& options) {
     optimizer->zero_grad();
     ++st.step;
     st.tokens_seen += step_tokens;
-    interval_loss += step_loss;
     interval_tokens += step_tokens;
-    ++interval_steps;
     last_was_validation = false;
 
     const double now = std::chrono::duration<double>(Clock::now() - session_start).count();
@@ -362,18 +361,17 @@ int train(const Config& cfg, const TrainOptions& options) {
       progress.bar(os.str());
     }
     if (log_now) {
-      const double mean_loss = interval_loss / static_cast<double>(interval_steps);
-      metrics.row(st.step, batcher.position().epoch, "train", mean_loss, step_nll, lr, tok_per_s, grad_norm, NAN, st.elapsed_seconds);
+      // loss and nll of this step's batches (the same data, so they compare); tokens/s over the
+      // interval since the last log line
+      metrics.row(st.step, batcher.position().epoch, "train", step_loss, step_nll, lr, tok_per_s, grad_norm, NAN, st.elapsed_seconds);
       if (!progress.tty()) {
         std::ostringstream os;
         os << "step " << st.step << "/" << cfg.train.max_steps << " epoch " << batcher.position().epoch + 1 << " loss " << std::fixed
-           << std::setprecision(3) << mean_loss << " nll " << step_nll << " ppl " << std::setprecision(2) << std::exp(step_nll)
+           << std::setprecision(3) << step_loss << " nll " << step_nll << " ppl " << std::setprecision(2) << std::exp(step_nll)
            << " lr " << std::scientific << std::setprecision(2) << lr << " " << std::fixed << std::setprecision(0) << tok_per_s
            << " tok/s ETA " << format_duration(eta);
         progress.line(os.str());
       }
-      interval_loss = 0;
-      interval_steps = 0;
       interval_tokens = 0;
       interval_start = Clock::now();
     }

@@ -29,6 +29,7 @@
 #include "autograd/ops.h"
 #include "autograd/threads.h"
 #include "data/corpus.h"
+#include "train/bench.h"
 #include "train/bleu.h"
 #include "train/classroom.h"
 #include "train/config.h"
@@ -284,6 +285,21 @@ int main(int argc, char** argv) {
   std::int64_t summary_vocab = 8000;
   summary_cmd->add_option("--vocab", summary_vocab, "Vocabulary size to assume (default: data.tokenizer_vocab_size)");
 
+  // bench
+  std::string bench_config;
+  std::vector<std::string> bench_overrides;
+  train::BenchOptions bench_opt;
+  auto* bench_cmd = app.add_subcommand("bench", "Training-step and decoding speed of a reference model, next to BLAS");
+  bench_cmd->add_option("--config", bench_config, "Config file (TOML), e.g. configs/bench.toml")->required();
+  bench_cmd->add_option("--set", bench_overrides, "Override a config key: section.key=value (repeatable)");
+  bench_cmd->add_option("--steps", bench_opt.steps, "Timed training steps, the median is reported (default: 20)");
+  bench_cmd->add_option("--warmup", bench_opt.warmup, "Untimed training steps first (default: 3)");
+  bench_cmd->add_option("--threads", bench_opt.threads, "Threads (default: the config's run.threads; 0 there = all cores)");
+  bench_cmd->add_option("--decode-sentences", bench_opt.decode_sentences,
+                        "Test sentences decoded per setting, 0 = no decoding (default: 64)");
+  bench_cmd->add_option("--checkpoint", bench_opt.checkpoint, "Decode with this trained model (default: a random one)");
+  bench_cmd->add_flag("--json", bench_opt.json_only, "Print only the JSON line");
+
   auto* demo_cmd = app.add_subcommand("demo", "Print a tiny forward and backward pass (tensors and autograd at work)");
 
   // gradcheck
@@ -340,6 +356,7 @@ int main(int argc, char** argv) {
   try {
     init_threads();
     if (demo_cmd->parsed()) return run_demo();
+    if (bench_cmd->parsed()) return train::run_bench(train::load_config(bench_config, bench_overrides), bench_opt);
     if (gradcheck_cmd->parsed()) return run_gradcheck(gradcheck_module, gradcheck_list);
     if (attention_cmd->parsed()) return run_attention(aargs, attention_cmd->count("--tgt") > 0);
     if (plot_cmd->parsed()) return run_plot(pargs);

@@ -1,0 +1,294 @@
+// The speed benchmark (train/bench.h, `scratchformer bench`):
+//   the FLOP count of a tiny model against a hand computation; the list of sgemm calls of a
+//   training step adds up to that count and equals, call for call, what a real training step
+//   hands to cblas_sgemm (recorded by the wrapper below); run_bench on a tiny model prints a
+//   table and a JSON line holding every field (the same fields tools/bench_pytorch.py prints).
+//
+// The recording: this file defines cblas_sgemm, so in the train_tests program every call
+// (sf::matmul's included) reaches this wrapper first; it notes the call's shape while a test
+// asks it to and always forwards to OpenBLAS's cblas_sgemm (found with dlsym(RTLD_NEXT)).
+// Nothing in autograd is changed.
+//
+// Letters: B batch, S source length, T target length, D d_model, H heads, Dh head width,
+// F feed-forward width, V vocabulary.
+#include <cblas.h>
+#include <dlfcn.h>
+#include <stdlib.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "autograd/generator.h"
+#include "nn/seq2seq.h"
+#include "test_util.h"
+#include "train/bench.h"
+#include "train/config.h"
+#include "train/optim.h"
+
+using namespace sf;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// (m, n, k, trans_a, trans_b) of one sgemm call
+using GemmKey = std::tuple<int, int, int, bool, bool>;
+
+std::vector<GemmKey>* g_recorded = nullptr;  // where the wrapper notes calls; null = not recording
+
+using SgemmFn = void (*)(CBLAS_ORDER, CBLAS_TRANSPOSE, CBLAS_TRANSPOSE, blasint, blasint, blasint, float, const float*,
+                         blasint, const float*, blasint, float, float*, blasint);
+
+SgemmFn real_sgemm() {
+  static const SgemmFn f = reinterpret_cast<SgemmFn>(dlsym(RTLD_NEXT, "cblas_sgemm"));
+  if (!f) {
+    std::fprintf(stderr, "test_bench: dlsym(RTLD_NEXT, \"cblas_sgemm\") found nothing\n");
+    std::abort();
+  }
+  return f;
+}
+
+}  // namespace
+
+// The wrapper: records (while g_recorded is set) and forwards every call unchanged.
+extern "C" void cblas_sgemm(const CBLAS_ORDER order, const CBLAS_TRANSPOSE trans_a, const CBLAS_TRANSPOSE trans_b,
+                            const blasint m, const blasint n, const blasint k, const float alpha, const float* a,
+                            const blasint lda, const float* b, const blasint ldb, const float beta, float* c,
+                            const blasint ldc) {
+  if (g_recorded) {
+    // row-major is all sf::matmul issues; a column-major call would be recorded transposed
+    if (order != CblasRowMajor) std::abort();
+    g_recorded->emplace_back(m, n, k, trans_a == CblasTrans, trans_b == CblasTrans);
+  }
+  real_sgemm()(order, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+namespace {
+
+// The tiny model of the hand computation: D 8, H 2 (Dh 4), F 16, 1 + 2 layers, V 20.
+nn::ModelConfig tiny_model() {
+  nn::ModelConfig m;
+  m.src_vocab = m.tgt_vocab = 20;
+  m.d_model = 8;
+  m.n_heads = 2;
+  m.d_ff = 16;
+  m.encoder_layers = 1;
+  m.decoder_layers = 2;
+  m.dropout = 0.1;
+  m.norm_position = nn::NormPosition::Post;
+  m.share_embeddings = true;
+  m.tie_output = true;
+  m.max_len = 16;
+  return m;
+}
+
+// The other options that change which products a step makes: grouped-query attention (k and v
+// narrower than D), SwiGLU (a third feed-forward matrix), a separate output matrix.
+nn::ModelConfig tiny_variant() {
+  nn::ModelConfig m = tiny_model();
+  m.src_vocab = 24;
+  m.tgt_vocab = 20;
+  m.n_heads = 4;
+  m.n_kv_heads = 2;
+  m.activation = nn::Activation::SwiGLU;
+  m.norm_position = nn::NormPosition::Pre;
+  m.share_embeddings = false;
+  m.tie_output = false;
+  return m;
+}
+
+std::map<GemmKey, std::int64_t> count_by_shape(const std::vector<train::GemmCall>& calls) {
+  std::map<GemmKey, std::int64_t> out;
+  for (const auto& g : calls)
+    out[{static_cast<int>(g.m), static_cast<int>(g.n), static_cast<int>(g.k), g.trans_a, g.trans_b}] += g.count;
+  return out;
+}
+
+std::map<GemmKey, std::int64_t> count_by_shape(const std::vector<GemmKey>& calls) {
+  std::map<GemmKey, std::int64_t> out;
+  for (const auto& key : calls) ++out[key];
+  return out;
+}
+
+std::string describe(const std::map<GemmKey, std::int64_t>& calls) {
+  std::ostringstream os;
+  for (const auto& [key, count] : calls) {
+    const auto& [m, n, k, ta, tb] = key;
+    os << "  " << m << "x" << n << "x" << k << " " << (ta ? "T" : "N") << (tb ? "T" : "N") << " x" << count << "\n";
+  }
+  return os.str();
+}
+
+// Every field of the JSON line, in the order printed; tools/bench_pytorch.py prints them too.
+const std::vector<std::string> kJsonFields = {
+    "tool", "config", "cpu", "threads", "load_avg_start", "load_avg_end", "batch", "src_len", "tgt_len", "vocab",
+    "params", "flops_forward", "flops_step", "warmup", "steps", "step_ms", "step_ms_min", "step_ms_max", "loss",
+    "tokens_per_s", "gflops", "sgemm_shape", "sgemm_gflops", "mfu", "gemm_calls", "floor_ms", "step_over_floor",
+    "rss_start_mib", "rss_peak_mib", "decode_model", "decode_sentences", "greedy_cache_sent_per_s",
+    "greedy_nocache_sent_per_s", "beam4_cache_sent_per_s", "beam4_nocache_sent_per_s", "greedy_tokens",
+    "beam4_tokens"};
+
+// Runs f with std::cout captured; returns what it printed.
+template <class F>
+std::string capture_stdout(F&& f) {
+  std::ostringstream captured;
+  std::streambuf* old = std::cout.rdbuf(captured.rdbuf());
+  try {
+    f();
+  } catch (...) {
+    std::cout.rdbuf(old);
+    throw;
+  }
+  std::cout.rdbuf(old);
+  return captured.str();
+}
+
+// A fresh folder under the system temp directory, removed with everything in it at scope exit.
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "sf_bench_XXXXXX").string();
+    REQUIRE(mkdtemp(pattern.data()) != nullptr);
+    path = pattern;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+};
+
+const std::string kSourceDir = SCRATCHFORMER_SOURCE_DIR;
+
+}  // namespace
+
+TEST_CASE("bench flop count of a tiny model equals a hand computation", "[bench][flops]") {
+  // B 2, S 3, T 5 through D 8, H 2, Dh 4, F 16, V 20; a Linear on r rows costs 2 r in out.
+  // encoder layer, B*S = 6 rows:  q k v out 4 * 2*6*8*8 = 3072, fc1 fc2 2 * 2*6*8*16 = 3072
+  // decoder layer, B*T = 10 rows: self q k v out 4 * 2*10*8*8 = 5120; cross q out 2 * 1280 = 2560,
+  //   cross k v on the 6 encoder rows 2 * 2*6*8*8 = 1536; fc1 fc2 2 * 2*10*8*16 = 5120 -> 14336
+  constexpr double kProjections = 1 * (3072 + 3072) + 2 * 14336;  // 34816
+  // per (batch, head) pair, 4 pairs: q k^T 2*Tq*Dh*Tk plus weights v 2*Tq*Tk*Dh
+  //   encoder 3x3: 2 * 2*3*4*3 = 144; decoder self 5x5: 2 * 2*5*4*5 = 400, cross 5x3: 2 * 2*5*4*3 = 240
+  constexpr double kAttention = 4 * (1 * 144 + 2 * (400 + 240));  // 5696
+  constexpr double kOutput = 2 * 10 * 8 * 20;                      // 3200: (B*T, D) @ (D, V)
+  constexpr double kForward = kProjections + kAttention + kOutput;  // 43712
+
+  const train::StepFlops f = train::training_step_flops(tiny_model(), 2, 3, 5);
+  // integers far below 2^53: the double arithmetic is exact
+  CHECK(f.projections == kProjections);
+  CHECK(f.attention == kAttention);
+  CHECK(f.output == kOutput);
+  CHECK(f.forward() == kForward);
+  CHECK(f.backward() == 2 * kForward);
+  CHECK(f.total() == 131136);
+}
+
+TEST_CASE("bench sgemm list adds up to the flop count", "[bench][flops]") {
+  for (const nn::ModelConfig& m : {tiny_model(), tiny_variant()}) {
+    for (const auto& [B, S, T] : {std::tuple{2, 3, 5}, std::tuple{3, 7, 4}}) {
+      double sum = 0;
+      for (const train::GemmCall& g : train::training_step_gemms(m, B, S, T)) sum += g.flops();
+      CHECK(sum == train::training_step_flops(m, B, S, T).total());  // exact, as above
+    }
+  }
+}
+
+TEST_CASE("bench sgemm list equals the calls of a real training step", "[bench][flops]") {
+  const train::TrainSection settings;  // label smoothing 0.1, clip 1.0
+  for (const nn::ModelConfig& m : {tiny_model(), tiny_variant()}) {
+    constexpr std::int64_t B = 2, S = 3, T = 5;
+    Generator gen(3);
+    nn::Seq2SeqTransformer model(m, gen);
+    model.train();
+    train::Adam adam(model.named_parameters());
+    const train::RandomBatch batch = train::random_batch(m.tgt_vocab, B, S, T, gen);
+    std::vector<GemmKey> recorded;
+    g_recorded = &recorded;
+    train::training_step(model, adam, batch, settings, 1e-3);
+    g_recorded = nullptr;
+    const auto expected = count_by_shape(train::training_step_gemms(m, B, S, T));
+    const auto actual = count_by_shape(recorded);
+    INFO("listed by training_step_gemms:\n" << describe(expected) << "made by the step:\n" << describe(actual));
+    CHECK(actual == expected);
+  }
+}
+
+TEST_CASE("bench run_bench prints a table and a JSON line with every field", "[bench]") {
+  TempDir tmp;
+  // the reverse task's corpus and tokenizer (vocabulary 48), a tiny post-LN model
+  const train::Config cfg = train::load_config(
+      kSourceDir + "/configs/reverse.toml",
+      {"run.dir=" + tmp.path.string(), "model.d_model=16", "model.n_heads=2", "model.d_ff=32",
+       "model.encoder_layers=1", "model.decoder_layers=1", "model.norm_position=post", "model.dropout=0.1"});
+  train::BenchOptions opt;
+  opt.steps = 2;
+  opt.warmup = 1;
+  opt.batch = 3;
+  opt.length = 4;
+  opt.decode_sentences = 3;
+
+  const std::string out = capture_stdout([&] { REQUIRE(train::run_bench(cfg, opt) == 0); });
+  CHECK_THAT(out, Catch::Contains("step / floor"));
+  CHECK_THAT(out, Catch::Contains("beam 4, no cache"));
+  const std::string last_line = out.substr(out.rfind('\n', out.size() - 2) + 1);
+  const nlohmann::json j = nlohmann::json::parse(last_line);
+  for (const std::string& field : kJsonFields) {
+    INFO("field " << field);
+    REQUIRE(j.contains(field));
+    CHECK(!j[field].is_null());
+  }
+  CHECK(j.size() == kJsonFields.size());
+  CHECK(j["tool"] == "scratchformer");
+  CHECK(j["steps"] == 2);
+  CHECK(j["batch"] == 3);
+  CHECK(j["decode_model"] == "random");
+  CHECK(j["decode_sentences"] == 3);
+  for (const char* positive : {"step_ms", "tokens_per_s", "gflops", "sgemm_gflops", "mfu", "floor_ms",
+                               "step_over_floor", "rss_peak_mib", "greedy_cache_sent_per_s", "beam4_nocache_sent_per_s"}) {
+    INFO("field " << positive);
+    CHECK(j[positive].get<double>() > 0);
+  }
+  const nn::ModelConfig m = [&] {
+    nn::ModelConfig c = tiny_model();
+    c.src_vocab = c.tgt_vocab = 48;
+    c.d_model = 16, c.n_heads = 2, c.d_ff = 32, c.encoder_layers = 1, c.decoder_layers = 1;
+    return c;
+  }();
+  CHECK(j["flops_step"].get<double>() == train::training_step_flops(m, 3, 4, 4).total());
+  std::int64_t calls = 0;
+  for (const auto& g : train::training_step_gemms(m, 3, 4, 4)) calls += g.count;
+  CHECK(j["gemm_calls"] == calls);
+  CHECK(fs::exists(tmp.path / "bench-decode-sources.txt"));  // for tools/bench_pytorch.py
+
+  {  // --json prints one line
+    opt.json_only = true;
+    opt.decode_sentences = 0;  // and skipping decoding leaves its fields null
+    const std::string only = capture_stdout([&] { train::run_bench(cfg, opt); });
+    CHECK(std::count(only.begin(), only.end(), '\n') == 1);
+    const nlohmann::json k = nlohmann::json::parse(only);
+    CHECK(k.size() == kJsonFields.size());
+    CHECK(k["decode_model"] == "none");
+    CHECK(k["greedy_cache_sent_per_s"].is_null());
+  }
+}
+
+TEST_CASE("bench pytorch script prints the same fields", "[bench]") {
+  std::ifstream in(kSourceDir + "/tools/bench_pytorch.py");
+  REQUIRE(in);
+  const std::string script{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  for (const std::string& field : kJsonFields) {
+    INFO("field " << field);
+    CHECK_THAT(script, Catch::Contains("\"" + field + "\""));
+  }
+}

@@ -1,0 +1,581 @@
+// `scratchformer bench`: see bench.h for what is measured and how.
+//
+// Letters: B batch (sentence pairs), S source length, T target length, D d_model, H heads,
+// Hkv key/value heads, Dh head width, F feed-forward width, V vocabulary.
+#include "train/bench.h"
+
+#include <cblas.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <numeric>
+#include <sstream>
+#include <stdexcept>
+
+#include "autograd/ops.h"
+#include "autograd/threads.h"
+#include "data/corpus.h"
+#include "data/tokenizer.h"
+#include "nn/feed_forward.h"
+#include "train/decode.h"
+#include "train/setup.h"
+
+namespace sf::train {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr std::int64_t kDecodeBatch = 64;    // sentences per decoding batch, as translate_all
+constexpr std::int64_t kDecodeBeam = 4;      // the beam size benchmarked beside greedy
+constexpr int kMinTimedRuns = 5;             // sgemm and floor: at least this many timed runs
+constexpr int kGemmWarmupRuns = 2;           // sgemm and floor: untimed runs first
+constexpr const char* kDecodeSourcesFile = "bench-decode-sources.txt";
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// Median wall time in seconds of `runs` calls of f, after `warmup` untimed calls.
+template <class F>
+double median_seconds(F&& f, int warmup, int runs) {
+  for (int i = 0; i < warmup; ++i) f();
+  std::vector<double> times;
+  for (int i = 0; i < runs; ++i) {
+    const auto start = Clock::now();
+    f();
+    times.push_back(seconds_since(start));
+  }
+  return median(times);
+}
+
+// ---- FLOPs ---------------------------------------------------------------------------------
+
+// A Linear on `rows` rows, forward: (rows, in) @ (in, out).
+double linear_flops(double rows, double in, double out) { return 2 * rows * in * out; }
+
+// Attention for `pairs` (batch, head) pairs, forward: scores (Tq,Dh) @ (Dh,Tk), then
+// weights (Tq,Tk) @ (Tk,Dh).
+double attention_flops(double pairs, double tq, double tk, double dh) { return pairs * (2 * tq * dh * tk + 2 * tq * tk * dh); }
+
+// The projections of one attention block, forward: q and out on the queries' rows, k and v
+// (D -> Hkv*Dh) on the keys' rows.
+double attention_projection_flops(const nn::ModelConfig& m, double q_rows, double kv_rows) {
+  const double D = static_cast<double>(m.d_model), kv = static_cast<double>(m.kv_heads() * m.head_dim());
+  return 2 * linear_flops(q_rows, D, D) + 2 * linear_flops(kv_rows, D, kv);
+}
+
+// The feed-forward block on `rows` rows, forward: fc1 (and gate for SwiGLU) D -> F, fc2 F -> D.
+double feed_forward_flops(const nn::ModelConfig& m, double rows) {
+  const double D = static_cast<double>(m.d_model), F = static_cast<double>(m.d_ff);
+  const double inputs = m.activation == nn::Activation::SwiGLU ? 2 : 1;
+  return inputs * linear_flops(rows, D, F) + linear_flops(rows, F, D);
+}
+
+// ---- the gemm list -------------------------------------------------------------------------
+
+// A Linear (in -> out) on x: (rows, in), as MatMul issues it for x @ W^T with W: (out, in):
+//   forward      x (rows,in) @ W^T (in,out)      W^T is a transposed view: flag T
+//   grad input   g (rows,out) @ W (out,in)
+//   grad weight  x^T (in,rows) @ g (rows,out)    the gradient of W^T, transposed afterwards
+void add_linear(std::vector<GemmCall>& calls, const std::string& name, std::int64_t rows, std::int64_t in,
+                std::int64_t out) {
+  calls.push_back({rows, out, in, false, true, 1, name + " forward"});
+  calls.push_back({rows, in, out, false, false, 1, name + " grad input"});
+  calls.push_back({in, out, rows, true, false, 1, name + " grad weight"});
+}
+
+// Attention over `pairs` (batch, head) pairs: one gemm per pair and product (the batch dims do
+// not fold into rows: q, k, v are head-split views).
+//   forward   scores = q (Tq,Dh) @ k^T (Dh,Tk)           k^T a view: T
+//             out    = w (Tq,Tk) @ v (Tk,Dh)
+//   backward  grad w = g (Tq,Dh) @ v^T (Dh,Tk)           T
+//             grad v = w^T (Tk,Tq) @ g (Tq,Dh)           T
+//             grad q = gs (Tq,Tk) @ k (Tk,Dh)
+//             grad k^T = q^T (Dh,Tq) @ gs (Tq,Tk)        T
+void add_attention(std::vector<GemmCall>& calls, const std::string& name, std::int64_t pairs, std::int64_t tq,
+                   std::int64_t tk, std::int64_t dh) {
+  calls.push_back({tq, tk, dh, false, true, pairs, name + " q k^T forward"});
+  calls.push_back({tq, dh, tk, false, false, pairs, name + " weights v forward"});
+  calls.push_back({tq, tk, dh, false, true, pairs, name + " grad weights"});
+  calls.push_back({tk, dh, tq, true, false, pairs, name + " grad v"});
+  calls.push_back({tq, dh, tk, false, false, pairs, name + " grad q"});
+  calls.push_back({dh, tk, tq, true, false, pairs, name + " grad k^T"});
+}
+
+// An attention block's projections and products. Queries on q_rows = B*Tq rows, keys and values
+// on kv_rows = B*Tk rows.
+void add_attention_block(std::vector<GemmCall>& calls, const nn::ModelConfig& m, const std::string& name,
+                         std::int64_t batch, std::int64_t tq, std::int64_t tk) {
+  const std::int64_t D = m.d_model, kv = m.kv_heads() * m.head_dim();
+  add_linear(calls, name + ".q_proj", batch * tq, D, D);
+  add_linear(calls, name + ".k_proj", batch * tk, D, kv);
+  add_linear(calls, name + ".v_proj", batch * tk, D, kv);
+  add_attention(calls, name, batch * m.n_heads, tq, tk, m.head_dim());
+  add_linear(calls, name + ".out_proj", batch * tq, D, D);
+}
+
+void add_feed_forward(std::vector<GemmCall>& calls, const nn::ModelConfig& m, const std::string& name, std::int64_t rows) {
+  add_linear(calls, name + ".fc1", rows, m.d_model, m.d_ff);
+  if (m.activation == nn::Activation::SwiGLU) add_linear(calls, name + ".gate", rows, m.d_model, m.d_ff);
+  add_linear(calls, name + ".fc2", rows, m.d_ff, m.d_model);
+}
+
+// ---- the machine ---------------------------------------------------------------------------
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("model name", 0) == 0) {
+      const auto colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(line.find_first_not_of(' ', colon + 1));
+    }
+  return "unknown";
+}
+
+double load_average_1min() {
+  double load[1] = {NAN};
+  return getloadavg(load, 1) == 1 ? load[0] : NAN;
+}
+
+// Resident memory now, in MiB (/proc/self/statm: pages).
+double rss_now_mib() {
+  std::ifstream in("/proc/self/statm");
+  long long size = 0, resident = 0;
+  if (!(in >> size >> resident)) return NAN;
+  return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / (1024.0 * 1024.0);
+}
+
+// The process's peak resident memory so far, in MiB (ru_maxrss is in KiB on Linux).
+double peak_rss_mib() {
+  struct rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_maxrss) / 1024.0;
+}
+
+// ---- sgemm on preallocated buffers ---------------------------------------------------------
+
+// Buffers large enough for every call of a list, filled with values in [-1, 1) (not zeros: no
+// BLAS shortcut, no denormals).
+struct GemmBuffers {
+  std::vector<float> a, b, c;
+  explicit GemmBuffers(const std::vector<GemmCall>& calls) {
+    std::size_t na = 1, nb = 1, nc = 1;
+    for (const GemmCall& g : calls) {
+      na = std::max<std::size_t>(na, static_cast<std::size_t>(g.m * g.k));
+      nb = std::max<std::size_t>(nb, static_cast<std::size_t>(g.k * g.n));
+      nc = std::max<std::size_t>(nc, static_cast<std::size_t>(g.m * g.n));
+    }
+    Generator gen(7);
+    a.resize(na), b.resize(nb), c.resize(nc);
+    for (float& x : a) x = static_cast<float>(2 * gen.uniform() - 1);
+    for (float& x : b) x = static_cast<float>(2 * gen.uniform() - 1);
+  }
+};
+
+// One call as `g` describes it (once, whatever g.count), leading dimensions tight:
+// A is stored (m,k), or (k,m) when transposed; B (k,n), or (n,k) when transposed; C (m,n).
+void run_gemm(const GemmCall& g, GemmBuffers& buf) {
+  const int m = static_cast<int>(g.m), n = static_cast<int>(g.n), k = static_cast<int>(g.k);
+  const int lda = std::max(1, g.trans_a ? m : k), ldb = std::max(1, g.trans_b ? k : n);
+  cblas_sgemm(CblasRowMajor, g.trans_a ? CblasTrans : CblasNoTrans, g.trans_b ? CblasTrans : CblasNoTrans, m, n, k,
+              1.0f, buf.a.data(), lda, buf.b.data(), ldb, 0.0f, buf.c.data(), std::max(1, n));
+}
+
+std::string gemm_shape_str(const GemmCall& g) {
+  return std::to_string(g.m) + "x" + std::to_string(g.n) + "x" + std::to_string(g.k) + " " + (g.trans_a ? "T" : "N") +
+         (g.trans_b ? "T" : "N");
+}
+
+// ---- training ------------------------------------------------------------------------------
+
+std::unique_ptr<Optimizer> make_optimizer(const TrainSection& t, NamedParameters params) {
+  if (t.optimizer == "adam") return std::make_unique<Adam>(std::move(params), t.beta1, t.beta2, t.eps, t.weight_decay, false);
+  if (t.optimizer == "adamw") return std::make_unique<Adam>(std::move(params), t.beta1, t.beta2, t.eps, t.weight_decay, true);
+  if (t.optimizer == "sgd") return std::make_unique<SGD>(std::move(params), t.momentum, t.weight_decay);
+  throw std::invalid_argument("train.optimizer: expected adam, adamw or sgd, got '" + t.optimizer + "'");
+}
+
+struct StepTiming {
+  double median_s = 0, min_s = 0, max_s = 0;
+  double loss = NAN;  // of the last step
+  std::int64_t params = 0;
+};
+
+// warmup + steps training steps of a fresh model of the config's shape on one random batch.
+StepTiming time_training(const Config& cfg, const nn::ModelConfig& mcfg, const BenchOptions& opt) {
+  Generator gen(static_cast<std::uint64_t>(cfg.train.seed));
+  nn::Seq2SeqTransformer model(mcfg, gen);
+  model.train();
+  std::unique_ptr<Optimizer> optimizer = make_optimizer(cfg.train, model.named_parameters());
+  const RandomBatch batch = random_batch(mcfg.tgt_vocab, opt.batch, opt.length, opt.length, gen);
+  StepTiming r;
+  r.params = model.parameter_count();
+  std::vector<double> times;
+  for (std::int64_t i = 0; i < opt.warmup + opt.steps; ++i) {
+    const auto start = Clock::now();
+    r.loss = training_step(model, *optimizer, batch, cfg.train, cfg.train.lr);
+    if (i >= opt.warmup) times.push_back(seconds_since(start));
+  }
+  r.median_s = median(times);
+  r.min_s = *std::min_element(times.begin(), times.end());
+  r.max_s = *std::max_element(times.begin(), times.end());
+  return r;
+}
+
+// ---- decoding ------------------------------------------------------------------------------
+
+struct DecodeTiming {
+  double seconds = 0;
+  std::int64_t sentences = 0, tokens = 0;  // tokens generated, EOS not counted
+  double sentences_per_s() const { return seconds > 0 ? static_cast<double>(sentences) / seconds : NAN; }
+  double tokens_per_s() const { return seconds > 0 ? static_cast<double>(tokens) / seconds : NAN; }
+};
+
+// Decodes every source as translate_all does (sorted by length, batches of kDecodeBatch),
+// timing only the decoding.
+DecodeTiming time_decoding(const nn::Seq2SeqTransformer& model, const std::vector<std::vector<std::int64_t>>& sources,
+                           const DecodeOptions& options) {
+  std::vector<std::size_t> order(sources.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return sources[a].size() < sources[b].size(); });
+  DecodeTiming r;
+  for (std::size_t start = 0; start < order.size(); start += kDecodeBatch) {
+    const std::size_t end = std::min(order.size(), start + static_cast<std::size_t>(kDecodeBatch));
+    std::vector<std::vector<std::int64_t>> rows;
+    for (std::size_t i = start; i < end; ++i) rows.push_back(sources[order[i]]);
+    const Tensor src = pad_batch(rows, data::kPadId);  // (B,S)
+    const auto t0 = Clock::now();
+    const auto out = translate_batch(model, src, options);
+    r.seconds += seconds_since(t0);
+    for (const auto& ids : out) r.tokens += static_cast<std::int64_t>(ids.size());
+    r.sentences += static_cast<std::int64_t>(rows.size());
+  }
+  return r;
+}
+
+// The first n non-empty, valid lines of `path`, encoded, each cut to max_tokens.
+std::vector<std::vector<std::int64_t>> decode_sources(const std::string& path, const data::Tokenizer& tok,
+                                                      std::int64_t n, std::int64_t max_tokens) {
+  std::vector<std::vector<std::int64_t>> out;
+  for (const std::string& line : data::read_lines(path)) {
+    if (static_cast<std::int64_t>(out.size()) >= n) break;
+    if (line.empty() || !data::valid_utf8(line)) continue;
+    std::vector<std::int64_t> ids = tok.encode(line);
+    if (ids.empty()) continue;
+    if (static_cast<std::int64_t>(ids.size()) > max_tokens) ids.resize(static_cast<std::size_t>(max_tokens));
+    out.push_back(std::move(ids));
+  }
+  return out;
+}
+
+void write_sources(const fs::path& path, const std::vector<std::vector<std::int64_t>>& sources) {
+  std::ofstream out(path);
+  for (const auto& ids : sources) {
+    for (std::size_t i = 0; i < ids.size(); ++i) out << (i ? " " : "") << ids[i];
+    out << "\n";
+  }
+  if (!out.flush()) throw std::runtime_error("bench: cannot write " + path.string());
+}
+
+struct DecodeReport {
+  std::string model = "none";  // "random", "checkpoint" or "none" (skipped)
+  std::int64_t sentences = 0;
+  DecodeTiming greedy_cache, greedy_nocache, beam_cache, beam_nocache;
+};
+
+DecodeReport run_decoding(const Config& cfg, const BenchOptions& opt) {
+  DecodeReport r;
+  if (opt.decode_sentences <= 0) return r;
+  if (cfg.data.test_src.empty())
+    throw std::invalid_argument("bench: data.test_src is empty; decoding needs a test set (or --decode-sentences 0)");
+
+  // the model and its tokenizer: a checkpoint's, or a random model beside the run's tokenizer
+  std::unique_ptr<InferenceModel> trained;
+  std::unique_ptr<Tokenizers> tok;
+  std::unique_ptr<Generator> gen;
+  std::unique_ptr<nn::Seq2SeqTransformer> random_model;
+  const nn::Seq2SeqTransformer* model = nullptr;
+  const data::Tokenizer* src_tok = nullptr;
+  if (!opt.checkpoint.empty()) {
+    trained = std::make_unique<InferenceModel>(load_inference_model(opt.checkpoint));
+    model = trained->model.get();
+    src_tok = &trained->tokenizers->src;
+    r.model = "checkpoint";
+  } else {
+    tok = std::make_unique<Tokenizers>(load_or_train_tokenizers(cfg, static_cast<std::uint64_t>(cfg.train.seed)));
+    gen = std::make_unique<Generator>(static_cast<std::uint64_t>(cfg.train.seed));
+    random_model = std::make_unique<nn::Seq2SeqTransformer>(
+        model_config_from(cfg.model, tok->src.vocab_size(), tok->tgt.vocab_size()), *gen);
+    random_model->eval();
+    model = random_model.get();
+    src_tok = &tok->src;
+    r.model = "random";
+  }
+  const auto sources = decode_sources(cfg.data.test_src, *src_tok, opt.decode_sentences, model->config().max_len - 2);
+  if (sources.empty()) throw std::invalid_argument("bench: no sentence to decode in " + cfg.data.test_src);
+  r.sentences = static_cast<std::int64_t>(sources.size());
+  fs::create_directories(cfg.run.dir);
+  write_sources(fs::path(cfg.run.dir) / kDecodeSourcesFile, sources);
+
+  DecodeOptions o;
+  o.use_cache = true;
+  o.beam = 1;
+  r.greedy_cache = time_decoding(*model, sources, o);
+  o.beam = kDecodeBeam;
+  r.beam_cache = time_decoding(*model, sources, o);
+  o.use_cache = false;
+  o.beam = 1;
+  r.greedy_nocache = time_decoding(*model, sources, o);
+  o.beam = kDecodeBeam;
+  r.beam_nocache = time_decoding(*model, sources, o);
+  return r;
+}
+
+// ---- output --------------------------------------------------------------------------------
+
+// x rounded to `digits` decimals, or null when not finite (JSON has no NaN).
+nlohmann::ordered_json rounded(double x, int digits) {
+  if (!std::isfinite(x)) return nullptr;
+  const double scale = std::pow(10.0, digits);
+  return std::round(x * scale) / scale;
+}
+
+std::string fixed(double x, int digits) {
+  if (!std::isfinite(x)) return "-";
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(digits) << x;
+  return os.str();
+}
+
+}  // namespace
+
+// ---- public pieces -------------------------------------------------------------------------
+
+StepFlops training_step_flops(const nn::ModelConfig& m, std::int64_t batch, std::int64_t src_len, std::int64_t tgt_len) {
+  const double B = static_cast<double>(batch), S = static_cast<double>(src_len), T = static_cast<double>(tgt_len);
+  const double D = static_cast<double>(m.d_model), V = static_cast<double>(m.tgt_vocab);
+  const double pairs = B * static_cast<double>(m.n_heads), Dh = static_cast<double>(m.head_dim());
+  const double Le = static_cast<double>(m.encoder_layers), Ld = static_cast<double>(m.decoder_layers);
+  StepFlops f;
+  // encoder layer on B*S rows: self-attention, feed-forward
+  f.projections += Le * (attention_projection_flops(m, B * S, B * S) + feed_forward_flops(m, B * S));
+  f.attention += Le * attention_flops(pairs, S, S, Dh);
+  // decoder layer on B*T rows: self-attention, cross-attention (k and v from the encoder
+  // output's B*S rows), feed-forward
+  f.projections += Ld * (attention_projection_flops(m, B * T, B * T) + attention_projection_flops(m, B * T, B * S) +
+                         feed_forward_flops(m, B * T));
+  f.attention += Ld * (attention_flops(pairs, T, T, Dh) + attention_flops(pairs, T, S, Dh));
+  // the output projection (tied or not, the same product): (B*T, D) @ (D, V)
+  f.output = linear_flops(B * T, D, V);
+  return f;
+}
+
+std::vector<GemmCall> training_step_gemms(const nn::ModelConfig& m, std::int64_t batch, std::int64_t src_len,
+                                          std::int64_t tgt_len) {
+  std::vector<GemmCall> calls;
+  for (std::int64_t l = 0; l < m.encoder_layers; ++l) {
+    const std::string name = "encoder.layers." + std::to_string(l);
+    add_attention_block(calls, m, name + ".self_attn", batch, src_len, src_len);
+    add_feed_forward(calls, m, name + ".ffn", batch * src_len);
+  }
+  for (std::int64_t l = 0; l < m.decoder_layers; ++l) {
+    const std::string name = "decoder.layers." + std::to_string(l);
+    add_attention_block(calls, m, name + ".self_attn", batch, tgt_len, tgt_len);
+    add_attention_block(calls, m, name + ".cross_attn", batch, tgt_len, src_len);
+    add_feed_forward(calls, m, name + ".ffn", batch * tgt_len);
+  }
+  // h @ E^T (tied) or h @ W^T (output_proj): the same three products as a Linear
+  add_linear(calls, m.tie_output ? "output projection (tied)" : "output_proj", batch * tgt_len, m.d_model, m.tgt_vocab);
+  return calls;
+}
+
+RandomBatch random_batch(std::int64_t vocab, std::int64_t batch, std::int64_t src_len, std::int64_t tgt_len,
+                         Generator& gen) {
+  constexpr std::int64_t kFirstWord = 4;  // after <pad> <unk> <s> </s>
+  if (vocab <= kFirstWord)
+    throw std::invalid_argument("bench: the vocabulary must have more than " + std::to_string(kFirstWord) +
+                                " entries (the special ids), got " + std::to_string(vocab));
+  if (batch < 1 || src_len < 1 || tgt_len < 1)
+    throw std::invalid_argument("bench: batch and lengths must be >= 1, got batch " + std::to_string(batch) +
+                                ", source length " + std::to_string(src_len) + ", target length " + std::to_string(tgt_len));
+  auto ids = [&](std::int64_t len) {
+    std::vector<std::int64_t> v(static_cast<std::size_t>(batch * len));
+    for (auto& x : v) x = kFirstWord + static_cast<std::int64_t>(gen.randint(static_cast<std::uint64_t>(vocab - kFirstWord)));
+    return from_vector<std::int64_t>(v, {batch, len});
+  };
+  RandomBatch b;
+  b.src = ids(src_len);
+  b.tgt_in = ids(tgt_len);
+  b.tgt_out = ids(tgt_len);
+  return b;
+}
+
+double training_step(const nn::Seq2SeqTransformer& model, Optimizer& optimizer, const RandomBatch& batch,
+                     const TrainSection& train, double lr) {
+  Tensor logits = model.forward(batch.src, batch.tgt_in);  // (B,T,V)
+  const std::int64_t V = logits.size(-1);
+  Tensor loss = cross_entropy(logits.reshape({-1, V}), batch.tgt_out.reshape({-1}), data::kPadId, train.label_smoothing);
+  loss.backward();
+  const double value = loss.item();
+  clip_grad_norm(optimizer.params(), train.clip_norm);
+  optimizer.step(lr);
+  optimizer.zero_grad();
+  return value;
+}
+
+// ---- the benchmark -------------------------------------------------------------------------
+
+int run_bench(const Config& cfg, const BenchOptions& opt) {
+  if (opt.steps < 1) throw std::invalid_argument("bench: --steps must be >= 1, got " + std::to_string(opt.steps));
+  if (opt.warmup < 0) throw std::invalid_argument("bench: --warmup must be >= 0, got " + std::to_string(opt.warmup));
+  if (opt.threads < 0) throw std::invalid_argument("bench: --threads must be >= 0, got " + std::to_string(opt.threads));
+  if (opt.decode_sentences < 0)
+    throw std::invalid_argument("bench: --decode-sentences must be >= 0, got " + std::to_string(opt.decode_sentences));
+  if (opt.batch < 1 || opt.length < 1)
+    throw std::invalid_argument("bench: batch and length must be >= 1, got " + std::to_string(opt.batch) + " and " +
+                                std::to_string(opt.length));
+  if (opt.threads > 0) set_num_threads(static_cast<int>(opt.threads));
+  else if (cfg.run.threads > 0) set_num_threads(static_cast<int>(cfg.run.threads));
+  const double load_start = load_average_1min();
+  const double rss_start = rss_now_mib();
+
+  // 1. training steps, then the peak memory they reached
+  const std::int64_t V = cfg.data.tokenizer_vocab_size;
+  const nn::ModelConfig mcfg = model_config_from(cfg.model, V, V);
+  const StepTiming step = time_training(cfg, mcfg, opt);
+  const double rss_peak = peak_rss_mib();
+
+  // 2. FLOPs, the machine's sgemm on the largest product, and the BLAS floor
+  const StepFlops flops = training_step_flops(mcfg, opt.batch, opt.length, opt.length);
+  const std::vector<GemmCall> gemms = training_step_gemms(mcfg, opt.batch, opt.length, opt.length);
+  std::int64_t gemm_calls = 0;
+  for (const GemmCall& g : gemms) gemm_calls += g.count;
+  const GemmCall largest = *std::max_element(gemms.begin(), gemms.end(), [](const GemmCall& a, const GemmCall& b) {
+    return a.flops() / static_cast<double>(a.count) < b.flops() / static_cast<double>(b.count);
+  });
+  GemmBuffers buffers(gemms);
+  const int timed_runs = static_cast<int>(std::max<std::int64_t>(opt.steps, kMinTimedRuns));
+  const double sgemm_s = median_seconds([&] { run_gemm(largest, buffers); }, kGemmWarmupRuns, timed_runs);
+  const double sgemm_gflops = largest.flops() / static_cast<double>(largest.count) / sgemm_s / 1e9;
+  const double floor_s = median_seconds(
+      [&] {
+        for (const GemmCall& g : gemms)
+          for (std::int64_t i = 0; i < g.count; ++i) run_gemm(g, buffers);
+      },
+      kGemmWarmupRuns, timed_runs);
+  const double gflops = flops.total() / step.median_s / 1e9;
+  const double tokens_per_s = static_cast<double>(opt.batch * opt.length) / step.median_s;
+
+  // 3. decoding
+  const DecodeReport dec = run_decoding(cfg, opt);
+  const double load_end = load_average_1min();
+
+  // ---- the JSON line (tools/bench_pytorch.py prints the same fields) ----
+  nlohmann::ordered_json j;
+  j["tool"] = "scratchformer";
+  j["config"] = cfg.source_path;
+  j["cpu"] = cpu_model();
+  j["threads"] = num_threads();
+  j["load_avg_start"] = rounded(load_start, 2);
+  j["load_avg_end"] = rounded(load_end, 2);
+  j["batch"] = opt.batch;
+  j["src_len"] = opt.length;
+  j["tgt_len"] = opt.length;
+  j["vocab"] = V;
+  j["params"] = step.params;
+  j["flops_forward"] = flops.forward();
+  j["flops_step"] = flops.total();
+  j["warmup"] = opt.warmup;
+  j["steps"] = opt.steps;
+  j["step_ms"] = rounded(step.median_s * 1e3, 2);
+  j["step_ms_min"] = rounded(step.min_s * 1e3, 2);
+  j["step_ms_max"] = rounded(step.max_s * 1e3, 2);
+  j["loss"] = rounded(step.loss, 4);
+  j["tokens_per_s"] = rounded(tokens_per_s, 1);
+  j["gflops"] = rounded(gflops, 2);
+  j["sgemm_shape"] = gemm_shape_str(largest);
+  j["sgemm_gflops"] = rounded(sgemm_gflops, 2);
+  j["mfu"] = rounded(gflops / sgemm_gflops, 4);
+  j["gemm_calls"] = gemm_calls;
+  j["floor_ms"] = rounded(floor_s * 1e3, 2);
+  j["step_over_floor"] = rounded(step.median_s / floor_s, 3);
+  j["rss_start_mib"] = rounded(rss_start, 1);
+  j["rss_peak_mib"] = rounded(rss_peak, 1);
+  j["decode_model"] = dec.model;
+  j["decode_sentences"] = dec.sentences;
+  const bool decoded = dec.sentences > 0;
+  auto rate = [&](const DecodeTiming& t) { return decoded ? rounded(t.sentences_per_s(), 2) : nullptr; };
+  j["greedy_cache_sent_per_s"] = rate(dec.greedy_cache);
+  j["greedy_nocache_sent_per_s"] = rate(dec.greedy_nocache);
+  j["beam4_cache_sent_per_s"] = rate(dec.beam_cache);
+  j["beam4_nocache_sent_per_s"] = rate(dec.beam_nocache);
+  j["greedy_tokens"] = decoded ? nlohmann::ordered_json(dec.greedy_cache.tokens) : nullptr;
+  j["beam4_tokens"] = decoded ? nlohmann::ordered_json(dec.beam_cache.tokens) : nullptr;
+
+  if (!opt.json_only) {
+    const ModelSection& ms = cfg.model;
+    std::ostringstream os;
+    os << "scratchformer bench: " << cfg.source_path << "\n"
+       << "machine   " << cpu_model() << ", " << num_threads() << " threads, load average " << fixed(load_start, 2)
+       << " at the start, " << fixed(load_end, 2) << " at the end\n"
+       << "model     D " << ms.d_model << ", H " << ms.n_heads << ", F " << ms.d_ff << ", layers " << ms.encoder_layers
+       << "+" << ms.decoder_layers << ", V " << V << ", " << ms.activation << ", " << ms.norm_position << "-" << ms.norm
+       << ", dropout " << ms.dropout << (ms.share_embeddings ? ", shared" : "") << (ms.tie_output ? ", tied" : "")
+       << " embeddings; " << step.params << " parameters\n"
+       << "batch     " << opt.batch << " pairs x " << opt.length << " source + " << opt.length
+       << " target tokens (random ids, no padding); " << cfg.train.optimizer << ", label smoothing "
+       << cfg.train.label_smoothing << "\n"
+       << "FLOPs     forward " << fixed(flops.forward() / 1e9, 3) << " G (projections " << fixed(flops.projections / 1e9, 3)
+       << ", attention " << fixed(flops.attention / 1e9, 3) << ", output " << fixed(flops.output / 1e9, 3)
+       << "), backward 2x, step " << fixed(flops.total() / 1e9, 3) << " GFLOP (matrix products only)\n\n";
+    auto row = [&](const std::string& label, const std::string& value) {
+      os << "  " << std::left << std::setw(44) << label << value << "\n";
+    };
+    row("training step (median of " + std::to_string(opt.steps) + " after " + std::to_string(opt.warmup) + ")",
+        fixed(step.median_s * 1e3, 1) + " ms  (min " + fixed(step.min_s * 1e3, 1) + ", max " + fixed(step.max_s * 1e3, 1) +
+            "; loss " + fixed(step.loss, 3) + ")");
+    row("target tokens/s", fixed(tokens_per_s, 0));
+    row("achieved", fixed(gflops, 2) + " GFLOP/s");
+    row("cblas_sgemm " + gemm_shape_str(largest), fixed(sgemm_gflops, 2) + " GFLOP/s");
+    row("model FLOPs utilisation", fixed(100 * gflops / sgemm_gflops, 1) + " %");
+    row("BLAS floor (" + std::to_string(gemm_calls) + " sgemm calls)", fixed(floor_s * 1e3, 1) + " ms");
+    row("step / floor", fixed(step.median_s / floor_s, 2));
+    row("peak RSS (ru_maxrss)", fixed(rss_peak, 1) + " MiB  (" + fixed(rss_start, 1) + " MiB at the start)");
+    if (decoded) {
+      os << "\ndecoding " << dec.sentences << " sentences of " << cfg.data.test_src << " (" << dec.model
+         << " model), batches of " << kDecodeBatch << "\n";
+      os << "  " << std::left << std::setw(24) << "" << std::right << std::setw(10) << "sent/s" << std::setw(12)
+         << "tokens/s" << std::setw(10) << "tokens" << "\n";
+      auto drow = [&](const std::string& label, const DecodeTiming& t) {
+        os << "  " << std::left << std::setw(24) << label << std::right << std::setw(10) << fixed(t.sentences_per_s(), 2)
+           << std::setw(12) << fixed(t.tokens_per_s(), 1) << std::setw(10) << t.tokens << "\n";
+      };
+      drow("greedy, KV cache", dec.greedy_cache);
+      drow("greedy, no cache", dec.greedy_nocache);
+      drow("beam 4, KV cache", dec.beam_cache);
+      drow("beam 4, no cache", dec.beam_nocache);
+    }
+    std::cout << os.str() << "\n";
+  }
+  std::cout << j.dump() << std::endl;
+  return 0;
+}
+
+}  // namespace sf::train

@@ -75,13 +75,17 @@ void accumulate_into(Tensor& slot, const Tensor& g) {
     slot = add(slot, g);
 }
 
+namespace {
+// Adds g into a tensor's .grad. The first gradient is cloned: g may alias another tensor (Add's
+// backward hands the same tensor to both inputs), and .grad must own its memory.
+void accumulate_owned(std::shared_ptr<TensorImpl>& grad, const Tensor& g) {
+  Tensor current(grad);
+  grad = (current.defined() ? add(current, g) : clone(g)).impl_ptr();
+}
+}  // namespace
+
 std::vector<Tensor> AccumulateGrad::backward(const Tensor& grad_output) {
-  // The leaf keeps its own contiguous copy: grad_output may alias another tensor.
-  Tensor current(leaf->grad);
-  if (!current.defined())
-    leaf->grad = clone(grad_output).impl_ptr();
-  else
-    leaf->grad = add(current, grad_output).impl_ptr();
+  accumulate_owned(leaf->grad, grad_output);
   return {};
 }
 
@@ -143,10 +147,7 @@ void run_backward(const Tensor& root, const Tensor& grad_output, bool retain_gra
                              n->name() +
                              "'s saved tensors were freed by the first backward; pass "
                              "retain_graph = true to the first backward if you need a second one");
-    if (auto out = n->output.lock(); out && out->retains_grad) {
-      Tensor current(out->grad);
-      out->grad = (current.defined() ? add(current, g) : clone(g)).impl_ptr();
-    }
+    if (auto out = n->output.lock(); out && out->retains_grad) accumulate_owned(out->grad, g);
     std::vector<Tensor> input_grads = n->backward(g);
     g = Tensor();
     if (!retain_graph && dynamic_cast<AccumulateGrad*>(n) == nullptr) {

@@ -79,6 +79,17 @@ std::int64_t max_target_length(const nn::Seq2SeqTransformer& model, std::int64_t
   return std::clamp<std::int64_t>(n, 1, model.config().max_len - 1);
 }
 
+// Each sentence's maximum output length (max_target_length of its source length); `longest`
+// receives the largest, the number of decoding steps the batch may need.
+static std::vector<std::int64_t> length_limits(const nn::Seq2SeqTransformer& model, const Tensor& src, const DecodeOptions& opt,
+                                        std::int64_t& longest) {
+  const auto lens = source_lengths(src, model.config().pad_id);
+  std::vector<std::int64_t> limit(lens.size());
+  longest = 0;
+  for (std::size_t b = 0; b < lens.size(); ++b) longest = std::max(longest, limit[b] = max_target_length(model, lens[b], opt));
+  return limit;
+}
+
 Tensor pad_batch(const std::vector<std::vector<std::int64_t>>& seqs, std::int64_t pad_id) {
   std::int64_t S = 1;
   for (const auto& s : seqs) S = std::max<std::int64_t>(S, static_cast<std::int64_t>(s.size()));
@@ -93,10 +104,8 @@ std::vector<std::vector<std::int64_t>> greedy_decode(const nn::Seq2SeqTransforme
                                                      const DecodeOptions& opt) {
   NoGradGuard no_grad;
   const std::int64_t B = src.size(0), pad = model.config().pad_id;
-  const auto lens = source_lengths(src, pad);
-  std::vector<std::int64_t> limit(B);
   std::int64_t longest = 0;
-  for (std::int64_t b = 0; b < B; ++b) longest = std::max(longest, limit[b] = max_target_length(model, lens[b], opt));
+  const auto limit = length_limits(model, src, opt, longest);
 
   const auto enc = model.encode(src);  // memory: (B,S,D)
   nn::DecoderCache cache = model.new_cache();
@@ -134,10 +143,8 @@ std::vector<std::vector<std::int64_t>> beam_search(const nn::Seq2SeqTransformer&
   NoGradGuard no_grad;
   const std::int64_t B = src.size(0), K = opt.beam, pad = model.config().pad_id;
   if (K < 1) throw std::invalid_argument("beam_search: beam must be >= 1, got " + std::to_string(K));
-  const auto lens = source_lengths(src, pad);
-  std::vector<std::int64_t> limit(B);
   std::int64_t longest = 0;
-  for (std::int64_t b = 0; b < B; ++b) longest = std::max(longest, limit[b] = max_target_length(model, lens[b], opt));
+  const auto limit = length_limits(model, src, opt, longest);
 
   const auto enc = repeat_rows(model.encode(src), K);  // memory: (B*K,S,D)
   nn::DecoderCache cache = model.new_cache();

@@ -178,7 +178,6 @@ std::unique_ptr<Optimizer> make_optimizer(const TrainSection& t, NamedParameters
 }  // namespace
 
 int train(const Config& cfg, const TrainOptions& options) {
-  const auto start = Clock::now();
   Progress progress;
   if (cfg.run.threads > 0) set_num_threads(static_cast<int>(cfg.run.threads));
   const fs::path dir(cfg.run.dir);
@@ -285,7 +284,6 @@ int train(const Config& cfg, const TrainOptions& options) {
   const double elapsed_before = st.elapsed_seconds;
   const std::int64_t start_step = st.step;
   std::string stop_reason = "max_steps reached";
-  int exit_code = 0;
   bool last_was_validation = false;
 
   while (st.step < cfg.train.max_steps) {
@@ -407,8 +405,7 @@ int train(const Config& cfg, const TrainOptions& options) {
       progress.line("  src: " + test.src_text[i] + "\n  ref: " + test.tgt_text[i] + "\n  hyp: " + hyps[i]);
     metrics.row(st.step, batcher.position().epoch, "test", NAN, NAN, NAN, NAN, NAN, bleu.score, st.elapsed_seconds);
   }
-  (void)start;
-  return exit_code;
+  return 0;
 }
 
 }  // namespace sf::train

@@ -85,4 +85,37 @@ void for_each_strided(const Shape& shape, const std::array<const Shape*, N>& str
   }
 }
 
+// Element counts from which the element-wise loops share their work among the OpenMP threads
+// (below it, waking the team costs more than the loop).
+constexpr std::int64_t kParallelMinElements = 65536;
+
+// for_each_strided with the rows (runs along the innermost dim) shared out among the OpenMP
+// threads once there are kParallelMinElements elements. Only for element-wise work: f may write
+// the element it is given and nothing else (no sums across elements), so the result is the same
+// for any thread count.
+template <std::size_t N, class F>
+void parallel_for_each_strided(const Shape& shape, const std::array<const Shape*, N>& strides, F&& f) {
+  const std::int64_t nd = static_cast<std::int64_t>(shape.size());
+  const std::int64_t total = shape_numel(shape);
+  if (total < kParallelMinElements || nd < 2) {
+    for_each_strided<N>(shape, strides, f);
+    return;
+  }
+  const std::int64_t inner = shape[nd - 1], rows = total / inner;
+#pragma omp parallel for schedule(static)
+  for (std::int64_t r = 0; r < rows; ++r) {
+    std::array<std::int64_t, N> off{};  // each operand's offset of element (row r, 0)
+    std::int64_t rest = r;
+    for (std::int64_t d = nd - 2; d >= 0; --d) {  // unravel r over dims nd-2 .. 0
+      const std::int64_t i = rest % shape[d];
+      rest /= shape[d];
+      for (std::size_t k = 0; k < N; ++k) off[k] += i * (*strides[k])[d];
+    }
+    for (std::int64_t i = 0; i < inner; ++i) {
+      std::apply(f, off);
+      for (std::size_t k = 0; k < N; ++k) off[k] += (*strides[k])[nd - 1];
+    }
+  }
+}
+
 }  // namespace sf

@@ -36,7 +36,7 @@ Tensor binary_kernel(const Tensor& a, const Tensor& b, const char* op, F f) {
     } else {
       const Shape sa = broadcast_strides(a, out_shape), sb = broadcast_strides(b, out_shape);
       const Shape so = out.strides();
-      for_each_strided<3>(out_shape, {&so, &sa, &sb}, [&](std::int64_t o, std::int64_t ia, std::int64_t ib) {
+      parallel_for_each_strided<3>(out_shape, {&so, &sa, &sb}, [&](std::int64_t o, std::int64_t ia, std::int64_t ib) {
         po[o] = f(pa[ia], pb[ib]);
       });
     }

@@ -6,11 +6,13 @@
 // The gathers (index_select, embedding) read rows by index; their backward is the matching
 // scatter-add: each picked row's gradient is added (+=) into the row it came from, so an index
 // that appears twice receives the sum of both gradients.
+#include <cmath>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 
 #include "autograd/generator.h"
+#include "autograd/exercise.h"
 #include "autograd/kernels.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
@@ -48,10 +50,10 @@ Tensor zero_where(const Tensor& g, const Tensor& cond, bool zero_when) {
     using T = decltype(tag);
     const T* pg = g.data<T>();
     T* po = out.data<T>();
-    for_each_strided<3>(g.shape(), {&out.strides(), &g.strides(), &sc},
-                        [&](std::int64_t o, std::int64_t ig, std::int64_t ic) {
-                          po[o] = pc[ic] == zero_when ? T(0) : pg[ig];
-                        });
+    parallel_for_each_strided<3>(g.shape(), {&out.strides(), &g.strides(), &sc},
+                                 [&](std::int64_t o, std::int64_t ig, std::int64_t ic) {
+                                   po[o] = pc[ic] == zero_when ? T(0) : pg[ig];
+                                 });
   });
   return out;
 }
@@ -185,6 +187,7 @@ struct Embedding final : Node {
   }
 
   std::vector<Tensor> backward(const Tensor& g) override {
+    SF_EXERCISE(Embedding);  // exercise mode: see autograd/exercise.h
     const std::int64_t D = input_shapes[0][1];
     Tensor grad_w = zeros(input_shapes[0], g.dtype());
     Tensor gc = contiguous(g);
@@ -316,7 +319,10 @@ struct Dropout final : Node {
     Tensor keep = empty(x.shape(), Dtype::Bool);
     bool* pk = keep.data<bool>();
     const std::int64_t n = x.numel();
-    for (std::int64_t i = 0; i < n; ++i) pk[i] = gen.uniform() >= p;
+    // keep = (uniform() >= p), with uniform() = (u64 >> 11) / 2^53, compared as integers: the
+    // same mask from the same draws, without a conversion to double per element.
+    const std::uint64_t keep_from = static_cast<std::uint64_t>(std::ceil(p * 0x1p53));
+    for (std::int64_t i = 0; i < n; ++i) pk[i] = (gen.next_u64() >> 11) >= keep_from;
     Tensor xc = contiguous(x.detach());
     Tensor out = empty(x.shape(), x.dtype());
     dispatch_float(x.dtype(), "dropout", [&](auto tag) {

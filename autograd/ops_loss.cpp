@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "autograd/exercise.h"
 #include "autograd/kernels.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
@@ -149,6 +150,7 @@ struct CrossEntropy final : Node {
   }
 
   std::vector<Tensor> backward(const Tensor& grad_out) override {
+    SF_EXERCISE(CrossEntropy);  // exercise mode: see autograd/exercise.h
     const std::int64_t N = logits.shape()[0], V = logits.shape()[1];
     Tensor grad_logits = empty(logits.shape(), logits.dtype());
     const double scale = count > 0 ? grad_out.item() / static_cast<double>(count) : 0.0;

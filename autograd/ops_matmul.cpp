@@ -6,7 +6,9 @@
 //   a: (..., M, K) @ b: (..., K, N) -> out: (..., M, N)
 //   out[..., i, j] = sum_k a[..., i, k] * b[..., k, j]
 //
-// The fast path hands each (M,K) x (K,N) product to cblas_sgemm / cblas_dgemm. BLAS reads a
+// The fast path hands each (M,K) x (K,N) product to BLAS (sf::gemm, gemm.h), except batches of
+// small products (attention's per-head slices), which an OpenMP loop hands to small_gemm
+// (small_gemm.h), one slice per thread at a time. BLAS reads a
 // matrix from a pointer, a leading dimension ld and a transpose flag, so a matrix whose last two
 // strides are (ld, 1) (row-major, maybe narrowed) or (1, ld) (a transposed view) is passed as
 // it is; only other layouts (e.g. expanded or every-other-element views) are copied first.
@@ -17,10 +19,14 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
+#include "autograd/exercise.h"
+#include "autograd/gemm.h"
 #include "autograd/kernels.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
+#include "autograd/small_gemm.h"
 
 namespace sf {
 
@@ -113,12 +119,11 @@ std::optional<BlasLayout> blas_layout(const Tensor& t) {
   return blas_layout(t.size(-2), t.size(-1), t.strides()[t.dim() - 2], t.strides()[t.dim() - 1]);
 }
 
-// c (M,N), row-major with ldc = N  =  op(a) (M,K) @ op(b) (K,N). One overload per dtype.
-void gemm(BlasLayout la, BlasLayout lb, int m, int n, int k, const float* a, const float* b, float* c) {
-  cblas_sgemm(CblasRowMajor, la.trans, lb.trans, m, n, k, 1.0f, a, la.ld, b, lb.ld, 0.0f, c, n);
-}
-void gemm(BlasLayout la, BlasLayout lb, int m, int n, int k, const double* a, const double* b, double* c) {
-  cblas_dgemm(CblasRowMajor, la.trans, lb.trans, m, n, k, 1.0, a, la.ld, b, lb.ld, 0.0, c, n);
+// c (M,N), row-major with ldc = N  =  op(a) (M,K) @ op(b) (K,N), through sf::gemm (gemm.h:
+// BLAS, a large product split over the OpenMP threads).
+template <class T>
+void gemm(BlasLayout la, BlasLayout lb, int m, int n, int k, const T* a, const T* b, T* c) {
+  sf::gemm(la.trans == CblasTrans, lb.trans == CblasTrans, m, n, k, a, la.ld, b, lb.ld, c, n);
 }
 
 // When a's batch dims and its M dim merge into one row dim, a: (..., M, K) can be read as one
@@ -143,6 +148,40 @@ std::optional<std::int64_t> folded_row_stride(const Tensor& a) {
   return r;
 }
 
+// ---- many small products: an OpenMP loop over the slices ----------------------------------
+
+// Slices at least this big in total (multiply-adds over all of them) are shared out among the
+// threads; smaller batches (decoding one token) are not worth waking the team for.
+constexpr std::int64_t kSmallSlicesParallelMacs = 1 << 16;
+
+// out: (batch..., M, N) contiguous = a @ b, one small_gemm per batch element, the elements
+// spread over the OpenMP threads. Each slice is computed whole by one thread (no sum is split),
+// so the result does not depend on the thread count. sa, sb, so: the batch strides.
+template <class T>
+void matmul_small_slices(const Tensor& a, const Tensor& b, const MatmulShape& s, const Shape& sa, const Shape& sb,
+                         const Shape& so, Tensor& out) {
+  struct SliceOffsets {
+    std::int64_t a, b, out;
+  };
+  std::vector<SliceOffsets> slices;
+  slices.reserve(static_cast<std::size_t>(shape_numel(s.batch)));
+  for_each_strided<3>(s.batch, {&sa, &sb, &so}, [&](std::int64_t ia, std::int64_t ib, std::int64_t io) {
+    slices.push_back({ia, ib, io});
+  });
+  const std::int64_t a_row = a.strides()[a.dim() - 2], a_col = a.strides()[a.dim() - 1];
+  const std::int64_t b_row = b.strides()[b.dim() - 2], b_col = b.strides()[b.dim() - 1];
+  const T* pa = a.data<T>();
+  const T* pb = b.data<T>();
+  T* po = out.data<T>();
+  const std::int64_t count = static_cast<std::int64_t>(slices.size());
+#pragma omp parallel for schedule(static) if (count * s.m * s.n * s.k >= kSmallSlicesParallelMacs)
+  for (std::int64_t i = 0; i < count; ++i) {
+    const SliceOffsets& o = slices[static_cast<std::size_t>(i)];
+    small_gemm(s.m, s.n, s.k, StridedMatrix<T>{pa + o.a, a_row, a_col}, StridedMatrix<T>{pb + o.b, b_row, b_col},
+               po + o.out);
+  }
+}
+
 // out: (batch..., M, N), contiguous and already allocated. a and b are readable by BLAS.
 template <class T>
 void matmul_blas_kernel(const Tensor& a, const Tensor& b, const MatmulShape& s, Tensor& out) {
@@ -164,6 +203,10 @@ void matmul_blas_kernel(const Tensor& a, const Tensor& b, const MatmulShape& s, 
   // One gemm per batch element; a broadcast batch dim has stride 0, so the same matrix is reused.
   const Shape sa = batch_strides(a, s.batch), sb = batch_strides(b, s.batch);
   const Shape so = batch_strides(out, s.batch);
+  if (s.m * s.n * s.k <= kSmallGemmMaxMacs && shape_numel(s.batch) > 1) {
+    matmul_small_slices<T>(a, b, s, sa, sb, so, out);
+    return;
+  }
   for_each_strided<3>(s.batch, {&sa, &sb, &so}, [&](std::int64_t ia, std::int64_t ib, std::int64_t io) {
     gemm(la, lb, m, n, k, pa + ia, pb + ib, po + io);
   });
@@ -234,6 +277,7 @@ struct MatMul final : Node {
   }
 
   std::vector<Tensor> backward(const Tensor& g) override {
+    SF_EXERCISE(MatMul);  // exercise mode: see autograd/exercise.h
     Tensor grad_a, grad_b;
     if (needs_input_grad(0))  // grad_a: (..., M, K)
       grad_a = sum_to(matmul(g, transpose(b, -2, -1)), input_shapes[0]);

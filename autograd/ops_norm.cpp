@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "autograd/exercise.h"
 #include "autograd/kernels.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
@@ -215,6 +216,7 @@ struct LayerNorm final : Node {
   }
 
   std::vector<Tensor> backward(const Tensor& grad_out) override {
+    SF_EXERCISE(LayerNorm);  // exercise mode: see autograd/exercise.h
     const std::int64_t D = x.shape().back(), N = x.numel() / D;
     Tensor g = contiguous(grad_out);
     Tensor grad_x = needs_input_grad(0) ? empty(x.shape(), x.dtype()) : Tensor();

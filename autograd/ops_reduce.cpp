@@ -40,6 +40,34 @@ Shape squeezed_shape(const Shape& in, const std::vector<bool>& mask) {
   return s;
 }
 
+// When x is contiguous and exactly its leading dims are reduced (the bias gradient: (B,T,D) summed
+// to (D)), x is a (rows, cols) matrix summed down its columns; returns cols, else 0.
+std::int64_t leading_dims_reduced_cols(const Tensor& x, const std::vector<bool>& mask) {
+  if (!x.is_contiguous()) return 0;
+  std::int64_t d = 0, cols = 1;
+  while (d < x.dim() && mask[d]) ++d;
+  if (d == 0) return 0;
+  for (; d < x.dim(); ++d) {
+    if (mask[d]) return 0;
+    cols *= x.shape()[d];
+  }
+  return cols;
+}
+
+// acc[c] += sum over r of x[r, c], x: (rows, cols) contiguous. Each column's sum runs on one
+// thread in row order, the order of the plain walk below, so it is the same for any thread count.
+template <class T>
+void sum_rows_kernel(const T* x, std::int64_t rows, std::int64_t cols, double* acc) {
+  constexpr std::int64_t kColBlock = 64;  // columns per task: whole cache lines of x per row
+  const std::int64_t blocks = (cols + kColBlock - 1) / kColBlock;
+#pragma omp parallel for schedule(static) if (rows * cols >= kParallelMinElements)
+  for (std::int64_t b = 0; b < blocks; ++b) {
+    const std::int64_t c0 = b * kColBlock, c1 = std::min(cols, c0 + kColBlock);
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::int64_t c = c0; c < c1; ++c) acc[c] += x[r * cols + c];
+  }
+}
+
 // out (keepdim shape) = sum of x over the masked dims, accumulated in double.
 Tensor sum_kernel(const Tensor& x, const std::vector<bool>& mask) {
   const Shape out_shape = keepdim_shape(x.shape(), mask);
@@ -52,6 +80,8 @@ Tensor sum_kernel(const Tensor& x, const std::vector<bool>& mask) {
       double s = 0;
       for (std::int64_t i = 0, n = x.numel(); i < n; ++i) s += px[i];
       acc[0] = s;
+    } else if (const std::int64_t cols = leading_dims_reduced_cols(x, mask); cols > 0) {
+      sum_rows_kernel(px, x.numel() / cols, cols, acc.data());
     } else {
       const Shape so = broadcast_strides(out, x.shape());
       for_each_strided<2>(x.shape(), {&x.strides(), &so},

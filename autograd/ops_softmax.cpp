@@ -19,6 +19,7 @@
 #include <cmath>
 #include <limits>
 
+#include "autograd/exercise.h"
 #include "autograd/kernels.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
@@ -139,6 +140,7 @@ struct Softmax final : Node {
     return out;
   }
   std::vector<Tensor> backward(const Tensor& g) override {
+    SF_EXERCISE(Softmax);  // exercise mode: see autograd/exercise.h
     return {softmax_backward(g, y, dim, /*log=*/false)};
   }
   void release_saved() override { y = Tensor(); }

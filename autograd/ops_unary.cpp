@@ -5,6 +5,7 @@
 // derivative is cheaper from it: exp, sqrt, tanh, sigmoid).
 #include <cmath>
 
+#include "autograd/exercise.h"
 #include "autograd/kernels.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
@@ -176,6 +177,7 @@ struct Relu final : Node {
     return out;
   }
   std::vector<Tensor> backward(const Tensor& g) override {
+    SF_EXERCISE(Relu);  // exercise mode: see autograd/exercise.h
     return {unary_backward(g, Tensor(), y, [](auto, auto yv) { return yv > 0 ? decltype(yv)(1) : decltype(yv)(0); })};
   }
   void release_saved() override { y = Tensor(); }

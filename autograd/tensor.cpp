@@ -1,6 +1,7 @@
 // Tensor: storage, metadata, element access, factories. Ops live in ops_*.cpp.
 #include "autograd/tensor.h"
 
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -10,6 +11,7 @@
 
 #include "autograd/generator.h"
 #include "autograd/kernels.h"
+#include "autograd/memory_stats.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
 
@@ -113,13 +115,33 @@ Shape broadcast_strides(const Tensor& t, const Shape& out) {
 
 // ---------------------------------------------------------------- storage
 
+// Live and peak bytes of all storage (autograd/memory_stats.h), counted as requested (nbytes).
+namespace {
+std::atomic<std::int64_t> g_live_bytes{0};
+std::atomic<std::int64_t> g_peak_bytes{0};
+
+void count_allocated(std::size_t n) {
+  const std::int64_t live = g_live_bytes.fetch_add(static_cast<std::int64_t>(n)) + static_cast<std::int64_t>(n);
+  std::int64_t peak = g_peak_bytes.load();
+  while (live > peak && !g_peak_bytes.compare_exchange_weak(peak, live)) {
+  }
+}
+}  // namespace
+
+MemoryStats memory_stats() { return {g_live_bytes.load(), g_peak_bytes.load()}; }
+void reset_peak_memory() { g_peak_bytes.store(g_live_bytes.load()); }
+
 Storage::Storage(std::size_t n) : nbytes(n) {
   const std::size_t rounded = (n + 63) / 64 * 64;
   data = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
   if (!data) throw std::bad_alloc();
+  count_allocated(nbytes);
 }
 
-Storage::~Storage() { std::free(data); }
+Storage::~Storage() {
+  std::free(data);
+  g_live_bytes.fetch_sub(static_cast<std::int64_t>(nbytes));
+}
 
 // ---------------------------------------------------------------- metadata
 
@@ -303,8 +325,8 @@ Tensor& Tensor::copy_(const Tensor& src) {
       using S = decltype(stag);
       D* d = data<D>();
       const S* s = src.data<S>();
-      for_each_strided<2>(shape(), {&strides(), &ss},
-                          [&](std::int64_t od, std::int64_t os) { d[od] = static_cast<D>(s[os]); });
+      parallel_for_each_strided<2>(shape(), {&strides(), &ss},
+                                   [&](std::int64_t od, std::int64_t os) { d[od] = static_cast<D>(s[os]); });
     });
   });
   return *this;

@@ -7,9 +7,10 @@
 
 namespace sf {
 
-void set_num_threads(int n);  // OpenBLAS and OpenMP; n >= 1
+void set_num_threads(int n);  // OpenMP threads, n >= 1 (OpenBLAS runs one call per thread: gemm.h)
 int num_threads();
-// Applies the build's and environment's choice; call once at program start.
+// Applies the build's and environment's choice; call once at program start. Also keeps freed
+// tensor memory for reuse (glibc mallopt, see threads.cpp).
 void init_threads();
 
 }  // namespace sf

@@ -1,5 +1,6 @@
 #include "data/corpus.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -91,6 +92,30 @@ ParallelCorpus read_parallel(const std::string& src_path, const std::string& tgt
   if (corpus.src.empty())
     throw CorpusError("empty corpus: " + src_path + " and " + tgt_path + " have no lines");
   return corpus;
+}
+
+std::int64_t drop_overlong_pairs(ParallelCorpus& corpus, std::int64_t max_tokens) {
+  if (max_tokens < 1)
+    throw std::invalid_argument("drop_overlong_pairs: max_tokens must be at least 1, got " + std::to_string(max_tokens));
+  const std::size_t max_bytes = static_cast<std::size_t>(max_tokens) * kMaxBytesPerToken;
+  const std::size_t n = std::min(corpus.src.size(), corpus.tgt.size());
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (corpus.src[i].size() > max_bytes || corpus.tgt[i].size() > max_bytes) continue;
+    if (kept != i) {
+      corpus.src[kept] = std::move(corpus.src[i]);
+      corpus.tgt[kept] = std::move(corpus.tgt[i]);
+    }
+    ++kept;
+  }
+  const auto dropped = static_cast<std::int64_t>(n - kept);
+  corpus.src.resize(kept);
+  corpus.tgt.resize(kept);
+  if (kept == 0 && n > 0)
+    throw CorpusError("no pair of " + corpus.src_path + " and " + corpus.tgt_path + " is left: all " + std::to_string(n) +
+                      " have a line longer than " + std::to_string(max_bytes) + " bytes (more than " +
+                      std::to_string(max_tokens) + " tokens)");
+  return dropped;
 }
 
 std::string FilterReport::summary(std::int64_t max_tokens) const {

@@ -51,6 +51,18 @@ struct ParallelCorpus {
 // invalid UTF-8, unequal line counts (both paths and counts in the message) or a corpus of no lines.
 ParallelCorpus read_parallel(const std::string& src_path, const std::string& tgt_path);
 
+// The most bytes a line of n tokens can take is under n * kMaxBytesPerToken: a SentencePiece piece
+// is at most 16 characters of at most 4 bytes, and normalisation merges at most a few code points
+// into one. So a longer line is too long without tokenising it, which matters: tokenising a 10 MB
+// line takes about 750 MB (SentencePiece's lattice).
+inline constexpr std::size_t kMaxBytesPerToken = 256;
+
+// Drops, in place and keeping the pairs aligned, every pair with a side longer than
+// max_tokens * kMaxBytesPerToken bytes (surely more than max_tokens tokens); returns how many,
+// to be counted with filter_pairs()'s too_long. Throws CorpusError (naming both files) if no pair
+// is left, std::invalid_argument if max_tokens < 1.
+std::int64_t drop_overlong_pairs(ParallelCorpus& corpus, std::int64_t max_tokens);
+
 // What filter_pairs() did: kept + empty + too_long is the number of pairs it was given.
 struct FilterReport {
   std::int64_t kept = 0;      // pairs left

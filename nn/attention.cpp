@@ -4,7 +4,9 @@
 // Hkv key/value heads, G = H / Hkv, Dh head width.
 //
 // Everything here is composed from autograd ops (matmul, masked_fill, softmax, ...), so the
-// backward needs no code of its own: the tests check it against finite differences.
+// backward needs no code of its own: the tests check it against finite differences. A module
+// built with AttentionKernel::Tiled calls the fused tiled_attention op instead of the plain
+// composition (autograd/ops_attention.cpp; tests/test_tiled_model.cpp checks they agree).
 #include "nn/attention.h"
 
 #include <cmath>
@@ -112,9 +114,9 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
 
 MultiHeadAttention::MultiHeadAttention(std::int64_t d_model_, std::int64_t n_heads_, std::int64_t n_kv_heads_,
                                        double dropout_, PositionInAttention pos_, Generator& init_gen,
-                                       Generator& dropout_gen, Dtype dtype)
+                                       Generator& dropout_gen, Dtype dtype, AttentionKernel kernel_)
     : d_model(d_model_), n_heads(n_heads_), n_kv_heads(n_kv_heads_), head_dim(0), dropout(dropout_), pos(pos_),
-      dropout_gen_(&dropout_gen) {
+      kernel(kernel_), dropout_gen_(&dropout_gen) {
   if (d_model <= 0 || n_heads <= 0 || n_kv_heads <= 0)
     throw std::invalid_argument("MultiHeadAttention: d_model, n_heads and n_kv_heads must be positive, got d_model " +
                                 std::to_string(d_model) + ", n_heads " + std::to_string(n_heads) +
@@ -132,6 +134,10 @@ MultiHeadAttention::MultiHeadAttention(std::int64_t d_model_, std::int64_t n_hea
                                 std::to_string(head_dim) + " (" + head_layout_str(d_model, n_heads) + ")");
   if (!(dropout >= 0 && dropout < 1))  // written so that NaN fails too
     throw std::invalid_argument("MultiHeadAttention: dropout must be in [0, 1), got " + std::to_string(dropout));
+  if (kernel == AttentionKernel::Tiled && dropout > 0)
+    throw std::invalid_argument("MultiHeadAttention: tiled attention has no dropout on the attention weights (it "
+                                "never forms them), got dropout " + std::to_string(dropout) +
+                                "; use plain attention or dropout 0");
 
   q_proj = register_module("q_proj", std::make_shared<Linear>(d_model, n_heads * head_dim, init_gen, true, dtype));
   k_proj = register_module("k_proj", std::make_shared<Linear>(d_model, n_kv_heads * head_dim, init_gen, true, dtype));
@@ -195,14 +201,21 @@ Tensor MultiHeadAttention::forward(const Tensor& x_q, const Tensor& x_kv, const 
   Tensor bias;  // (H,Tq,Tk) under ALiBi
   if (pos == PositionInAttention::ALiBi) bias = alibi_bias(n_heads, t_q, t_k, q_start, causal_positions, x_q.dtype());
 
-  Tensor weights = weights_of(q, k_heads, mask, bias, "MultiHeadAttention");  // (B,H,Tq,Tk)
-  if (capture_weights) last_weights = weights.detach();
-  if (is_training() && dropout > 0) weights = sf::dropout(weights, dropout, *dropout_gen_);
-  const Tensor heads = matmul(weights, v_heads);  // (B,H,Tq,Dh)
+  Tensor heads;  // (B,H,Tq,Dh)
+  if (kernel == AttentionKernel::Tiled && !capture_weights) {
+    // The same softmax(q k^T / sqrt(Dh) + bias, masked) v, one score tile at a time.
+    const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
+    heads = tiled_attention(q, k_heads, v_heads, mask, bias, scale);
+  } else {
+    Tensor weights = weights_of(q, k_heads, mask, bias, "MultiHeadAttention");  // (B,H,Tq,Tk)
+    if (capture_weights) last_weights = weights.detach();
+    if (is_training() && dropout > 0) weights = sf::dropout(weights, dropout, *dropout_gen_);
+    heads = matmul(weights, v_heads);  // (B,H,Tq,Tk) @ (B,H,Tk,Dh) -> (B,H,Tq,Dh)
+  }
 
   // Concatenate the heads: (B,H,Tq,Dh) -> (B,Tq,H,Dh) -> (B,Tq,H*Dh), then mix them.
   const Tensor merged = reshape(transpose(heads, 1, 2), {batch, t_q, n_heads * head_dim});
-  return out_proj->forward(merged);
+  return run_forward_hooks(out_proj->forward(merged));  // trace mode sees the output (nn/module.h)
 }
 
 }  // namespace sf::nn

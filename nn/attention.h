@@ -69,16 +69,33 @@ enum class PositionInAttention {
   ALiBi,  // add a distance bias to the scores (alibi_bias)
 };
 
+// How MultiHeadAttention turns q, k, v into its output (the config's model.attention). Both
+// compute the same numbers (tests/test_tiled_model.cpp checks values and gradients); they
+// differ in memory and speed.
+enum class AttentionKernel {
+  // scaled_dot_product_attention's ops: scores, mask, softmax, weights v. The (B,H,Tq,Tk)
+  // scores and weights exist in full and the weights stay alive for backward: O(T^2) memory
+  // per layer. Each step can be printed in the debugger; attention dropout and capture_weights
+  // work on the weights.
+  Plain,
+  // tiled_attention (autograd/ops_attention.cpp): the online softmax of FlashAttention, one
+  // (64,64) tile of scores at a time; backward recomputes the tiles. No (Tq,Tk) tensor is made
+  // or saved (ALiBi's (H,Tq,Tk) bias excepted, which it reads in place), so memory is O(T).
+  // It has no dropout on the weights (attention dropout must be 0), and while capture_weights
+  // is on, forward takes the plain path, since heatmaps need the weights themselves.
+  Tiled,
+};
+
 class MultiHeadAttention : public Module {
  public:
   // d_model D, n_heads H (D % H == 0, Dh = D / H), n_kv_heads Hkv (H % Hkv == 0: Hkv = H is
   // classic multi-head attention, 1 < Hkv < H grouped-query attention (GQA), Hkv = 1 multi-query
   // attention (MQA)); dropout: probability on the attention weights while training.
   // init_gen initialises the projections; dropout_gen (not owned, must outlive the module)
-  // draws the dropout masks.
+  // draws the dropout masks. kernel: plain or tiled attention (Tiled needs dropout == 0).
   MultiHeadAttention(std::int64_t d_model, std::int64_t n_heads, std::int64_t n_kv_heads, double dropout,
                      PositionInAttention pos, Generator& init_gen, Generator& dropout_gen,
-                     Dtype dtype = Dtype::Float32);
+                     Dtype dtype = Dtype::Float32, AttentionKernel kernel = AttentionKernel::Plain);
   const char* type_name() const override { return "MultiHeadAttention"; }
 
   // x_q: (B,Tq,D), x_kv: (B,Tk,D) -> (B,Tq,D)
@@ -95,13 +112,15 @@ class MultiHeadAttention : public Module {
   std::int64_t d_model, n_heads, n_kv_heads, head_dim;
   double dropout;
   PositionInAttention pos;
+  AttentionKernel kernel;
   std::shared_ptr<Linear> q_proj;    // D -> H*Dh
   std::shared_ptr<Linear> k_proj;    // D -> Hkv*Dh
   std::shared_ptr<Linear> v_proj;    // D -> Hkv*Dh
   std::shared_ptr<Linear> out_proj;  // H*Dh -> D
 
   // For visualisation: when set, forward stores its attention weights (before dropout,
-  // detached) in last_weights, (B,H,Tq,Tk).
+  // detached) in last_weights, (B,H,Tq,Tk). A Tiled module computes them the plain way then
+  // (the tiled op never forms the weights); the output is the same to rounding.
   bool capture_weights = false;
   mutable Tensor last_weights;
 

@@ -17,8 +17,8 @@ Dropout::Dropout(double p_, Generator& g) : p(p_), gen(&g) {
 
 // x: any shape -> same shape
 Tensor Dropout::forward(const Tensor& x) const {
-  if (!is_training() || p == 0) return x;
-  return sf::dropout(x, p, *gen);  // x * keep / (1 - p), keep ~ Bernoulli(1 - p)
+  if (!is_training() || p == 0) return run_forward_hooks(x);
+  return run_forward_hooks(sf::dropout(x, p, *gen));  // x * keep / (1 - p), keep ~ Bernoulli(1 - p)
 }
 
 }  // namespace sf::nn

@@ -27,7 +27,7 @@ Embedding::Embedding(std::int64_t V, std::int64_t D, Generator& gen, std::int64_
 // ids: (B,T) int64 -> (B,T,D). sf::embedding checks the ids (int64, each in [0, V)) and
 // keeps the padding row's gradient at exactly zero.
 Tensor Embedding::forward(const Tensor& ids) const {
-  return embedding(weight, ids, padding_idx);
+  return run_forward_hooks(embedding(weight, ids, padding_idx));
 }
 
 }  // namespace sf::nn

@@ -55,7 +55,7 @@ Tensor FeedForward::forward(const Tensor& x) const {
     }
   }
   h = dropout->forward(h);  // (..., F); identity in eval mode
-  return fc2->forward(h);   // (..., D)
+  return run_forward_hooks(fc2->forward(h));  // (..., D)
 }
 
 }  // namespace sf::nn

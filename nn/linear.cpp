@@ -22,7 +22,7 @@ Tensor Linear::forward(const Tensor& x) const {
                                 shape_str(x.shape()));
   Tensor y = matmul(x, weight.transpose(0, 1));  // (..., out): the transpose is a view, BLAS flips a flag
   if (bias.defined()) y = add(y, bias);          // bias broadcasts over (...)
-  return y;
+  return run_forward_hooks(y);                   // trace mode sees y (nn/module.h)
 }
 
 }  // namespace sf::nn

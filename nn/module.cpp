@@ -68,6 +68,58 @@ void Module::train(bool on) {
   for (auto& [_, child] : children_) child->train(on);
 }
 
+// ---- forward hooks ----
+
+void HookHandle::remove() {
+  for (auto& [weak_list, id] : hooks_) {
+    const std::shared_ptr<ForwardHookList> list = weak_list.lock();
+    if (!list) continue;  // the module is gone
+    auto& e = list->entries;
+    for (auto it = e.begin(); it != e.end(); ++it)
+      if (it->id == id) {
+        e.erase(it);
+        break;
+      }
+  }
+  hooks_.clear();
+}
+
+HookHandle Module::register_forward_hook(ForwardHook hook, const std::string& path) {
+  if (!hook) throw std::invalid_argument("register_forward_hook: the hook is empty");
+  if (!hooks_) hooks_ = std::make_shared<ForwardHookList>();
+  const std::uint64_t id = hooks_->next_id++;
+  hooks_->entries.push_back({id, path, std::move(hook)});
+  HookHandle handle;
+  handle.hooks_.emplace_back(hooks_, id);
+  return handle;
+}
+
+void Module::collect_modules(const std::string& path, std::vector<std::pair<std::string, Module*>>& out) {
+  for (const auto& [_, seen] : out)
+    if (seen == this) return;  // shared module: keep its first path
+  out.emplace_back(path, this);
+  for (auto& [name, child] : children_) child->collect_modules(path.empty() ? name : path + "." + name, out);
+}
+
+HookHandle Module::register_forward_hook_recursive(const ForwardHook& hook, const std::string& prefix) {
+  std::vector<std::pair<std::string, Module*>> modules;  // (dotted path, module), parents first
+  collect_modules(prefix, modules);
+  HookHandle all;
+  for (auto& [path, module] : modules) {
+    HookHandle one = module->register_forward_hook(hook, path);
+    all.hooks_.insert(all.hooks_.end(), one.hooks_.begin(), one.hooks_.end());
+  }
+  return all;
+}
+
+Tensor Module::run_forward_hooks(Tensor out) const {
+  if (!hooks_ || hooks_->entries.empty()) return out;
+  // A copy: a hook may remove hooks (its own included) while we iterate.
+  const std::vector<ForwardHookList::Entry> entries = hooks_->entries;
+  for (const auto& e : entries) e.hook(*this, e.path, out);
+  return out;
+}
+
 void Module::zero_grad() {
   for (auto& [_, t] : named_parameters()) t.zero_grad();
 }

@@ -39,7 +39,7 @@ LayerNorm::LayerNorm(std::int64_t D, double eps_, Dtype dtype) : dim(D), eps(eps
 // x: (..., D) -> (..., D)
 Tensor LayerNorm::forward(const Tensor& x) const {
   check_input("LayerNorm", x, dim);
-  return layer_norm(x, weight, bias, eps);
+  return run_forward_hooks(layer_norm(x, weight, bias, eps));
 }
 
 RMSNorm::RMSNorm(std::int64_t D, double eps_, Dtype dtype) : dim(D), eps(eps_) {
@@ -50,7 +50,7 @@ RMSNorm::RMSNorm(std::int64_t D, double eps_, Dtype dtype) : dim(D), eps(eps_) {
 // x: (..., D) -> (..., D)
 Tensor RMSNorm::forward(const Tensor& x) const {
   check_input("RMSNorm", x, dim);
-  return rms_norm(x, weight, eps);
+  return run_forward_hooks(rms_norm(x, weight, eps));
 }
 
 }  // namespace sf::nn

@@ -58,7 +58,7 @@ SinusoidalPositional::SinusoidalPositional(std::int64_t L, std::int64_t D, Dtype
 Tensor SinusoidalPositional::forward(const Tensor& x, std::int64_t start_pos) const {
   check_input("SinusoidalPositional", x, start_pos, max_len, dim, table_.dtype());
   Tensor pe = table_.narrow(0, start_pos, x.size(1));  // (T, D), a view
-  return add(x, pe);                                    // broadcasts over B
+  return run_forward_hooks(add(x, pe));                 // broadcasts over B
 }
 
 // ---- LearnedPositional ---------------------------------------------------------------------
@@ -73,7 +73,7 @@ LearnedPositional::LearnedPositional(std::int64_t L, std::int64_t D, Generator& 
 Tensor LearnedPositional::forward(const Tensor& x, std::int64_t start_pos) const {
   check_input("LearnedPositional", x, start_pos, max_len, dim, weight.dtype());
   Tensor pe = weight.narrow(0, start_pos, x.size(1));  // (T, D)
-  return add(x, pe);                                    // broadcasts over B
+  return run_forward_hooks(add(x, pe));                 // broadcasts over B
 }
 
 }  // namespace sf::nn

@@ -144,7 +144,7 @@ Tensor Seq2SeqTransformer::decode(const Tensor& tgt_in, const Encoded& enc) cons
 
 // src: (B,S), tgt_in: (B,T) -> (B,T,V)
 Tensor Seq2SeqTransformer::forward(const Tensor& src, const Tensor& tgt_in) const {
-  return decode(tgt_in, encode(src));
+  return run_forward_hooks(decode(tgt_in, encode(src)));
 }
 
 DecoderCache Seq2SeqTransformer::new_cache() const {

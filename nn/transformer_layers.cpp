@@ -34,6 +34,12 @@ PositionalKind parse_positional(const std::string& name) {
                               "', expected one of \"sinusoidal\", \"learned\", \"rope\", \"alibi\"");
 }
 
+AttentionKernel parse_attention(const std::string& name) {
+  if (name == "plain") return AttentionKernel::Plain;
+  if (name == "tiled") return AttentionKernel::Tiled;
+  throw std::invalid_argument("ModelConfig: unknown attention '" + name + "', expected one of \"plain\", \"tiled\"");
+}
+
 const char* norm_name(NormKind kind) { return kind == NormKind::LayerNorm ? "layernorm" : "rmsnorm"; }
 
 const char* norm_position_name(NormPosition position) { return position == NormPosition::Pre ? "pre" : "post"; }
@@ -47,6 +53,8 @@ const char* positional_name(PositionalKind kind) {
   }
   return "?";
 }
+
+const char* attention_name(AttentionKernel kernel) { return kernel == AttentionKernel::Plain ? "plain" : "tiled"; }
 
 // ---- ModelConfig -------------------------------------------------------------------------
 
@@ -129,6 +137,15 @@ void ModelConfig::validate() const {
                                 ", tgt_vocab " + std::to_string(tgt_vocab) + ")");
   require_probability("dropout", dropout);
   require_probability("attention_dropout", attention_dropout);
+  if (attention != AttentionKernel::Plain && attention != AttentionKernel::Tiled)
+    throw std::invalid_argument("ModelConfig: unknown attention kernel " +
+                                std::to_string(static_cast<int>(attention)) + ", expected plain or tiled");
+  if (attention == AttentionKernel::Tiled && attention_dropout > 0) {
+    std::ostringstream msg;
+    msg << "ModelConfig: attention tiled has no dropout on the attention weights (it never forms them), got "
+           "attention_dropout " << attention_dropout << "; set attention_dropout 0 or attention plain";
+    throw std::invalid_argument(msg.str());
+  }
 }
 
 // ---- norms -------------------------------------------------------------------------------
@@ -151,7 +168,8 @@ EncoderLayer::EncoderLayer(const ModelConfig& cfg, Generator& init_gen, Generato
     : norm_position(cfg.norm_position) {
   self_attn = register_module("self_attn", std::make_shared<MultiHeadAttention>(
                                                cfg.d_model, cfg.n_heads, cfg.kv_heads(), cfg.attention_dropout,
-                                               self_attention_positions(cfg.positional), init_gen, dropout_gen, dtype));
+                                               self_attention_positions(cfg.positional), init_gen, dropout_gen, dtype,
+                                               cfg.attention));
   ffn = register_module("ffn", std::make_shared<FeedForward>(cfg.d_model, cfg.d_ff, cfg.activation, cfg.dropout,
                                                              init_gen, dropout_gen, dtype));
   norm1 = register_module("norm1", make_norm(cfg.norm, cfg.d_model, dtype));
@@ -168,7 +186,7 @@ Tensor EncoderLayer::forward(const Tensor& x, const Tensor& src_mask) const {
   Tensor out = residual(norm_position, *norm1, *dropout, x, attn);                       // (B,S,D)
   // Feed-forward, position by position.
   h = sublayer_input(norm_position, *norm2, out);
-  return residual(norm_position, *norm2, *dropout, out, ffn->forward(h));               // (B,S,D)
+  return run_forward_hooks(residual(norm_position, *norm2, *dropout, out, ffn->forward(h)));  // (B,S,D)
 }
 
 // ---- DecoderLayer ------------------------------------------------------------------------
@@ -177,10 +195,12 @@ DecoderLayer::DecoderLayer(const ModelConfig& cfg, Generator& init_gen, Generato
     : norm_position(cfg.norm_position) {
   self_attn = register_module("self_attn", std::make_shared<MultiHeadAttention>(
                                                cfg.d_model, cfg.n_heads, cfg.kv_heads(), cfg.attention_dropout,
-                                               self_attention_positions(cfg.positional), init_gen, dropout_gen, dtype));
+                                               self_attention_positions(cfg.positional), init_gen, dropout_gen, dtype,
+                                               cfg.attention));
   cross_attn = register_module("cross_attn", std::make_shared<MultiHeadAttention>(
                                                  cfg.d_model, cfg.n_heads, cfg.kv_heads(), cfg.attention_dropout,
-                                                 PositionInAttention::None, init_gen, dropout_gen, dtype));
+                                                 PositionInAttention::None, init_gen, dropout_gen, dtype,
+                                                 cfg.attention));
   ffn = register_module("ffn", std::make_shared<FeedForward>(cfg.d_model, cfg.d_ff, cfg.activation, cfg.dropout,
                                                              init_gen, dropout_gen, dtype));
   norm1 = register_module("norm1", make_norm(cfg.norm, cfg.d_model, dtype));
@@ -204,7 +224,7 @@ Tensor DecoderLayer::forward(const Tensor& y, const Tensor& memory, const Tensor
   out = residual(norm_position, *norm2, *dropout, out, attn);
   // Feed-forward.
   h = sublayer_input(norm_position, *norm3, out);
-  return residual(norm_position, *norm3, *dropout, out, ffn->forward(h));  // (B,T,D)
+  return run_forward_hooks(residual(norm_position, *norm3, *dropout, out, ffn->forward(h)));  // (B,T,D)
 }
 
 // ---- Encoder and Decoder stacks ----------------------------------------------------------
@@ -220,7 +240,7 @@ Encoder::Encoder(const ModelConfig& cfg, Generator& init_gen, Generator& dropout
 Tensor Encoder::forward(const Tensor& x, const Tensor& src_mask) const {
   Tensor h = x;
   for (const auto& layer : *layers) h = layer->forward(h, src_mask);
-  return norm ? apply_norm(*norm, h) : h;
+  return run_forward_hooks(norm ? apply_norm(*norm, h) : h);
 }
 
 Decoder::Decoder(const ModelConfig& cfg, Generator& init_gen, Generator& dropout_gen, Dtype dtype) {
@@ -239,7 +259,7 @@ Tensor Decoder::forward(const Tensor& y, const Tensor& memory, const Tensor& sel
   Tensor h = y;
   for (std::size_t i = 0; i < layers->size(); ++i)
     h = (*layers)[i].forward(h, memory, self_mask, memory_mask, caches ? &(*caches)[i] : nullptr, start_pos);
-  return norm ? apply_norm(*norm, h) : h;
+  return run_forward_hooks(norm ? apply_norm(*norm, h) : h);
 }
 
 }  // namespace sf::nn

@@ -43,9 +43,11 @@ enum class PositionalKind { Sinusoidal, Learned, RoPE, ALiBi };
 NormKind parse_norm(const std::string& name);                 // "layernorm" | "rmsnorm"
 NormPosition parse_norm_position(const std::string& name);    // "pre" | "post"
 PositionalKind parse_positional(const std::string& name);     // "sinusoidal" | "learned" | "rope" | "alibi"
+AttentionKernel parse_attention(const std::string& name);     // "plain" | "tiled"
 const char* norm_name(NormKind kind);
 const char* norm_position_name(NormPosition position);
 const char* positional_name(PositionalKind kind);
+const char* attention_name(AttentionKernel kernel);
 
 // The shape of the encoder-decoder Transformer. The defaults are a small model for a
 // Multi30k-sized corpus; the 2017 paper's base model is d_model 512, n_heads 8, d_ff 2048,
@@ -65,6 +67,10 @@ struct ModelConfig {
   NormKind norm = NormKind::LayerNorm;             // LayerNorm or RMSNorm
   NormPosition norm_position = NormPosition::Pre;  // pre-norm (stable) or post-norm (the paper)
   PositionalKind positional = PositionalKind::Sinusoidal;  // how positions enter the model
+  // How every attention layer computes softmax(q k^T / sqrt(Dh)) v: Plain (the composed ops,
+  // (B,H,T,T) weights kept for backward) or Tiled (the online-softmax op, O(T) memory, needs
+  // attention_dropout == 0). Same parameters and, to rounding, the same outputs and gradients.
+  AttentionKernel attention = AttentionKernel::Plain;
   bool share_embeddings = false;     // one table for source and target tokens (needs src_vocab == tgt_vocab)
   bool tie_output = false;           // the output projection reuses the target embedding matrix
   std::int64_t max_len = 256;        // longest sequence (rows of the sinusoidal / learned tables)

@@ -15,6 +15,7 @@
 #include <dlfcn.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -217,7 +218,20 @@ TEST_CASE("bench sgemm list equals the calls of a real training step", "[bench][
     g_recorded = &recorded;
     train::training_step(model, adam, batch, settings, 1e-3);
     g_recorded = nullptr;
-    const auto expected = count_by_shape(train::training_step_gemms(m, B, S, T));
+    // BLAS sees every listed product except the small batched slices, which ops_matmul.cpp
+    // hands to small_gemm (autograd/small_gemm.h) instead
+    std::vector<train::GemmCall> through_blas;
+    std::int64_t small_slices = 0;
+    for (const train::GemmCall& g : train::training_step_gemms(m, B, S, T)) {
+      if (g.uses_small_gemm()) {
+        small_slices += g.count;
+        CHECK(g.what.find("attn") != std::string::npos);  // only attention's per-head products
+      } else {
+        through_blas.push_back(g);
+      }
+    }
+    CHECK(small_slices > 0);
+    const auto expected = count_by_shape(through_blas);
     const auto actual = count_by_shape(recorded);
     INFO("listed by training_step_gemms:\n" << describe(expected) << "made by the step:\n" << describe(actual));
     CHECK(actual == expected);
@@ -290,5 +304,73 @@ TEST_CASE("bench pytorch script prints the same fields", "[bench]") {
   for (const std::string& field : kJsonFields) {
     INFO("field " << field);
     CHECK_THAT(script, Catch::Contains("\"" + field + "\""));
+  }
+}
+
+TEST_CASE("bench scaling prints a row per length and tiled needs less memory than plain at the longest",
+          "[bench][scaling][tiled]") {
+  TempDir tmp;
+  const train::Config cfg = train::load_config(
+      kSourceDir + "/configs/reverse.toml",
+      {"run.dir=" + tmp.path.string(), "model.d_model=16", "model.n_heads=2", "model.d_ff=32",
+       "model.encoder_layers=1", "model.decoder_layers=1", "model.dropout=0.1"});
+  train::BenchOptions opt;
+  opt.steps = 1;
+  opt.warmup = 0;
+  opt.batch = 4;
+  opt.length = 16;  // a budget of 64 target tokens per step
+  opt.scaling_lengths = {4, 16, 64};
+  const std::vector<std::int64_t> batches{16, 4, 1};  // 64 / T
+
+  const std::string out = capture_stdout([&] { REQUIRE(train::run_scaling_bench(cfg, opt) == 0); });
+  CHECK_THAT(out, Catch::Contains("plain MiB") && Catch::Contains("tiled ms"));
+  std::istringstream lines(out);
+  std::vector<std::vector<std::string>> table;  // the rows of the table: lines of 9 numbers
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream words(line);
+    std::vector<std::string> w{std::istream_iterator<std::string>(words), std::istream_iterator<std::string>()};
+    if (w.size() == 9 && std::all_of(w.begin(), w.end(), [](const std::string& s) {
+          return s.find_first_not_of("0123456789.") == std::string::npos;
+        }))
+      table.push_back(w);
+  }
+  REQUIRE(table.size() == 3);
+  for (std::size_t i = 0; i < 3; ++i) {
+    CHECK(table[i][0] == std::to_string(opt.scaling_lengths[i]));
+    CHECK(table[i][1] == std::to_string(batches[i]));
+  }
+
+  const std::string last_line = out.substr(out.rfind('\n', out.size() - 2) + 1);
+  const nlohmann::json j = nlohmann::json::parse(last_line);
+  CHECK(j["mode"] == "scaling");
+  CHECK(j["token_budget"] == 64);
+  REQUIRE(j["rows"].size() == 6);
+  for (std::size_t i = 0; i < 6; ++i) {
+    const auto& r = j["rows"][i];
+    CHECK(r["T"] == opt.scaling_lengths[i / 2]);
+    CHECK(r["batch"] == batches[i / 2]);
+    CHECK(r["attention"] == (i % 2 == 0 ? "plain" : "tiled"));
+    CHECK(r["step_ms"].get<double>() > 0);
+  }
+  const std::vector<train::ScalingRow> rows = train::scaling_rows(cfg, opt);
+  REQUIRE(rows.size() == 6);
+  // At a fixed budget the projections' FLOPs stay put and attention's grow as T: 16x from T 4 to 64.
+  CHECK(rows[4].flops.projections == rows[0].flops.projections);
+  CHECK(rows[4].flops.attention == 16 * rows[0].flops.attention);  // products of integers: exact
+
+  // The memory, in bytes: tiled keeps no (B,H,T,T) tensor, so at T 64 it needs less than plain.
+  const train::ScalingRow& plain = rows[4];
+  const train::ScalingRow& tiled = rows[5];
+  REQUIRE(plain.attention == "plain");
+  REQUIRE(tiled.attention == "tiled");
+  INFO("peak bytes at T 64: plain " << plain.peak_bytes << ", tiled " << tiled.peak_bytes);
+  CHECK(tiled.peak_bytes > 0);
+  CHECK(tiled.peak_bytes < plain.peak_bytes);
+
+  {  // --json prints one line
+    opt.json_only = true;
+    const std::string only = capture_stdout([&] { train::run_scaling_bench(cfg, opt); });
+    CHECK(std::count(only.begin(), only.end(), '\n') == 1);
+    CHECK(nlohmann::json::parse(only)["rows"].size() == 6);
   }
 }

@@ -4,7 +4,7 @@
 // Hkv key/value heads, Dh head width, F feed-forward width, V vocabulary.
 #include "train/bench.h"
 
-#include <cblas.h>
+#include <omp.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -21,6 +21,9 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "autograd/gemm.h"
+#include "autograd/memory_stats.h"
+#include "autograd/small_gemm.h"
 #include "autograd/ops.h"
 #include "autograd/threads.h"
 #include "data/corpus.h"
@@ -182,19 +185,36 @@ struct GemmBuffers {
       nc = std::max<std::size_t>(nc, static_cast<std::size_t>(g.m * g.n));
     }
     Generator gen(7);
-    a.resize(na), b.resize(nb), c.resize(nc);
+    // c: one (m,n) block per thread, for the slices run_gemm_calls spreads over the threads
+    a.resize(na), b.resize(nb), c.resize(nc * static_cast<std::size_t>(std::max(1, omp_get_max_threads())));
     for (float& x : a) x = static_cast<float>(2 * gen.uniform() - 1);
     for (float& x : b) x = static_cast<float>(2 * gen.uniform() - 1);
   }
 };
 
-// One call as `g` describes it (once, whatever g.count), leading dimensions tight:
+// One call as `g` describes it (once, whatever g.count), leading dimensions tight, through
+// sf::gemm: the routine (and the threading) sf::matmul uses for a product of this size.
 // A is stored (m,k), or (k,m) when transposed; B (k,n), or (n,k) when transposed; C (m,n).
 void run_gemm(const GemmCall& g, GemmBuffers& buf) {
   const int m = static_cast<int>(g.m), n = static_cast<int>(g.n), k = static_cast<int>(g.k);
   const int lda = std::max(1, g.trans_a ? m : k), ldb = std::max(1, g.trans_b ? k : n);
-  cblas_sgemm(CblasRowMajor, g.trans_a ? CblasTrans : CblasNoTrans, g.trans_b ? CblasTrans : CblasNoTrans, m, n, k,
-              1.0f, buf.a.data(), lda, buf.b.data(), ldb, 0.0f, buf.c.data(), std::max(1, n));
+  gemm(g.trans_a, g.trans_b, m, n, k, buf.a.data(), lda, buf.b.data(), ldb, buf.c.data(), std::max(1, n));
+}
+
+// All g.count calls of `g`, as the step makes them: small slices (attention's per-head products)
+// the way ops_matmul.cpp runs them, an OpenMP loop over the slices with small_gemm, each thread
+// writing its own part of buf.c; anything else one sf::gemm call after another.
+void run_gemm_calls(const GemmCall& g, GemmBuffers& buf) {
+  if (!g.uses_small_gemm()) {
+    for (std::int64_t i = 0; i < g.count; ++i) run_gemm(g, buf);
+    return;
+  }
+  const std::int64_t lda = g.trans_a ? g.m : g.k, ldb = g.trans_b ? g.k : g.n;
+  const StridedMatrix<float> a{buf.a.data(), g.trans_a ? 1 : lda, g.trans_a ? lda : 1};
+  const StridedMatrix<float> b{buf.b.data(), g.trans_b ? 1 : ldb, g.trans_b ? ldb : 1};
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < g.count; ++i)
+    small_gemm(g.m, g.n, g.k, a, b, buf.c.data() + static_cast<std::size_t>(omp_get_thread_num() * g.m * g.n));
 }
 
 std::string gemm_shape_str(const GemmCall& g) {
@@ -442,7 +462,10 @@ double training_step(const nn::Seq2SeqTransformer& model, Optimizer& optimizer, 
 
 // ---- the benchmark -------------------------------------------------------------------------
 
-int run_bench(const Config& cfg, const BenchOptions& opt) {
+namespace {
+
+// Throws on an option out of range; then sets the thread count (--threads, else run.threads).
+void check_options_and_set_threads(const Config& cfg, const BenchOptions& opt) {
   if (opt.steps < 1) throw std::invalid_argument("bench: --steps must be >= 1, got " + std::to_string(opt.steps));
   if (opt.warmup < 0) throw std::invalid_argument("bench: --warmup must be >= 0, got " + std::to_string(opt.warmup));
   if (opt.threads < 0) throw std::invalid_argument("bench: --threads must be >= 0, got " + std::to_string(opt.threads));
@@ -453,6 +476,12 @@ int run_bench(const Config& cfg, const BenchOptions& opt) {
                                 std::to_string(opt.length));
   if (opt.threads > 0) set_num_threads(static_cast<int>(opt.threads));
   else if (cfg.run.threads > 0) set_num_threads(static_cast<int>(cfg.run.threads));
+}
+
+}  // namespace
+
+int run_bench(const Config& cfg, const BenchOptions& opt) {
+  check_options_and_set_threads(cfg, opt);
   const double load_start = load_average_1min();
   const double rss_start = rss_now_mib();
 
@@ -476,8 +505,7 @@ int run_bench(const Config& cfg, const BenchOptions& opt) {
   const double sgemm_gflops = largest.flops() / static_cast<double>(largest.count) / sgemm_s / 1e9;
   const double floor_s = median_seconds(
       [&] {
-        for (const GemmCall& g : gemms)
-          for (std::int64_t i = 0; i < g.count; ++i) run_gemm(g, buffers);
+        for (const GemmCall& g : gemms) run_gemm_calls(g, buffers);
       },
       kGemmWarmupRuns, timed_runs);
   const double gflops = flops.total() / step.median_s / 1e9;
@@ -538,7 +566,7 @@ int run_bench(const Config& cfg, const BenchOptions& opt) {
        << "model     D " << ms.d_model << ", H " << ms.n_heads << ", F " << ms.d_ff << ", layers " << ms.encoder_layers
        << "+" << ms.decoder_layers << ", V " << V << ", " << ms.activation << ", " << ms.norm_position << "-" << ms.norm
        << ", dropout " << ms.dropout << (ms.share_embeddings ? ", shared" : "") << (ms.tie_output ? ", tied" : "")
-       << " embeddings; " << step.params << " parameters\n"
+       << " embeddings, " << ms.attention << " attention; " << step.params << " parameters\n"
        << "batch     " << opt.batch << " pairs x " << opt.length << " source + " << opt.length
        << " target tokens (random ids, no padding); " << cfg.train.optimizer << ", label smoothing "
        << cfg.train.label_smoothing << "\n"
@@ -553,9 +581,9 @@ int run_bench(const Config& cfg, const BenchOptions& opt) {
             "; loss " + fixed(step.loss, 3) + ")");
     row("target tokens/s", fixed(tokens_per_s, 0));
     row("achieved", fixed(gflops, 2) + " GFLOP/s");
-    row("cblas_sgemm " + gemm_shape_str(largest), fixed(sgemm_gflops, 2) + " GFLOP/s");
+    row("sgemm " + gemm_shape_str(largest), fixed(sgemm_gflops, 2) + " GFLOP/s");
     row("model FLOPs utilisation", fixed(100 * gflops / sgemm_gflops, 1) + " %");
-    row("BLAS floor (" + std::to_string(gemm_calls) + " sgemm calls)", fixed(floor_s * 1e3, 1) + " ms");
+    row("BLAS floor (" + std::to_string(gemm_calls) + " matrix products)", fixed(floor_s * 1e3, 1) + " ms");
     row("step / floor", fixed(step.median_s / floor_s, 2));
     row("peak RSS (ru_maxrss)", fixed(rss_peak, 1) + " MiB  (" + fixed(rss_start, 1) + " MiB at the start)");
     if (decoded) {
@@ -572,6 +600,114 @@ int run_bench(const Config& cfg, const BenchOptions& opt) {
       drow("beam 4, KV cache", dec.beam_cache);
       drow("beam 4, no cache", dec.beam_nocache);
     }
+    std::cout << os.str() << "\n";
+  }
+  std::cout << j.dump() << std::endl;
+  return 0;
+}
+
+// ---- the scaling table (--scaling) ----------------------------------------------------------
+
+std::vector<ScalingRow> scaling_rows(const Config& cfg, const BenchOptions& opt) {
+  if (opt.scaling_lengths.empty()) throw std::invalid_argument("bench --scaling: no sequence length to measure");
+  for (std::int64_t t : opt.scaling_lengths)
+    if (t < 1) throw std::invalid_argument("bench --scaling: lengths must be >= 1, got " + std::to_string(t));
+  if (cfg.model.attention_dropout > 0)
+    throw std::invalid_argument("bench --scaling: the tiled rows need model.attention_dropout = 0 (tiled attention "
+                                "never forms the weights to drop), got " + fixed(cfg.model.attention_dropout, 3));
+  const std::int64_t budget = opt.batch * opt.length;  // target tokens per step, the same in every row
+  const std::int64_t V = cfg.data.tokenizer_vocab_size;
+  std::vector<ScalingRow> rows;
+  for (std::int64_t T : opt.scaling_lengths) {
+    for (const char* kernel : {"plain", "tiled"}) {
+      Config c = cfg;
+      c.model.attention = kernel;
+      c.model.max_len = std::max(c.model.max_len, T);  // the position tables must reach T
+      const nn::ModelConfig m = model_config_from(c.model, V, V);
+      BenchOptions o = opt;
+      o.length = T;
+      o.batch = std::max<std::int64_t>(1, budget / T);
+
+      // Peak tensor storage of the row: model, optimizer state, batch, one step's graph.
+      const std::int64_t live_before = memory_stats().live_bytes;
+      reset_peak_memory();
+      const StepTiming t = time_training(c, m, o);
+      ScalingRow row;
+      row.peak_bytes = memory_stats().peak_bytes - live_before;
+      row.length = T;
+      row.batch = o.batch;
+      row.attention = kernel;
+      row.step_s = t.median_s;
+      row.flops = training_step_flops(m, o.batch, T, T);
+      rows.push_back(row);
+    }
+  }
+  return rows;
+}
+
+int run_scaling_bench(const Config& cfg, const BenchOptions& opt) {
+  check_options_and_set_threads(cfg, opt);
+  const double load_start = load_average_1min();
+  const std::vector<ScalingRow> rows = scaling_rows(cfg, opt);
+  const double load_end = load_average_1min();
+  const std::int64_t budget = opt.batch * opt.length;
+  constexpr double kMiB = 1024.0 * 1024.0;
+
+  nlohmann::ordered_json j;
+  j["tool"] = "scratchformer";
+  j["mode"] = "scaling";
+  j["config"] = cfg.source_path;
+  j["cpu"] = cpu_model();
+  j["threads"] = num_threads();
+  j["load_avg_start"] = rounded(load_start, 2);
+  j["load_avg_end"] = rounded(load_end, 2);
+  j["token_budget"] = budget;
+  j["warmup"] = opt.warmup;
+  j["steps"] = opt.steps;
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+  for (const ScalingRow& r : rows) {
+    nlohmann::ordered_json e;
+    e["T"] = r.length;
+    e["batch"] = r.batch;
+    e["attention"] = r.attention;
+    e["step_ms"] = rounded(r.step_s * 1e3, 2);
+    // per training step (forward + backward), as the table
+    e["attention_gflop"] = rounded(3 * r.flops.attention / 1e9, 4);
+    e["projection_gflop"] = rounded(3 * r.flops.projections / 1e9, 4);
+    e["output_gflop"] = rounded(3 * r.flops.output / 1e9, 4);
+    e["peak_tensor_mib"] = rounded(static_cast<double>(r.peak_bytes) / kMiB, 2);
+    list.push_back(e);
+  }
+  j["rows"] = list;
+
+  if (!opt.json_only) {
+    const ModelSection& ms = cfg.model;
+    std::ostringstream os;
+    os << "scratchformer bench --scaling: " << cfg.source_path << "\n"
+       << "machine   " << cpu_model() << ", " << num_threads() << " threads, load average " << fixed(load_start, 2)
+       << " at the start, " << fixed(load_end, 2) << " at the end\n"
+       << "model     D " << ms.d_model << ", H " << ms.n_heads << ", F " << ms.d_ff << ", layers " << ms.encoder_layers
+       << "+" << ms.decoder_layers << ", V " << cfg.data.tokenizer_vocab_size << "\n"
+       << "batch     " << budget << " target tokens per step (batch x T, source length = T); median of " << opt.steps
+       << " steps after " << opt.warmup << "\n"
+       << "GFLOP     per step (forward + backward, matrix products): attention q k^T and weights v, against the\n"
+       << "          layers' projections and feed-forward blocks (the output projection, the same in every row, apart)\n"
+       << "peak MiB  tensor storage at the step's peak: model, Adam state, batch and one step's graph\n\n";
+    os << std::right << std::setw(6) << "T" << std::setw(7) << "batch" << std::setw(12) << "attn GFLOP" << std::setw(12)
+       << "proj GFLOP" << std::setw(11) << "attn/proj" << std::setw(11) << "plain ms" << std::setw(11) << "tiled ms"
+       << std::setw(11) << "plain MiB" << std::setw(11) << "tiled MiB" << "\n";
+    for (std::size_t i = 0; i + 1 < rows.size(); i += 2) {
+      const ScalingRow& plain = rows[i];
+      const ScalingRow& tiled = rows[i + 1];
+      os << std::setw(6) << plain.length << std::setw(7) << plain.batch << std::setw(12)
+         << fixed(3 * plain.flops.attention / 1e9, 3) << std::setw(12) << fixed(3 * plain.flops.projections / 1e9, 3)
+         << std::setw(11) << fixed(plain.flops.attention / plain.flops.projections, 3) << std::setw(11)
+         << fixed(plain.step_s * 1e3, 1) << std::setw(11) << fixed(tiled.step_s * 1e3, 1) << std::setw(11)
+         << fixed(static_cast<double>(plain.peak_bytes) / kMiB, 1) << std::setw(11)
+         << fixed(static_cast<double>(tiled.peak_bytes) / kMiB, 1) << "\n";
+    }
+    if (!rows.empty())
+      os << "\noutput projection: " << fixed(3 * rows.front().flops.output / 1e9, 3) << " GFLOP per step in every row\n";
     std::cout << os.str() << "\n";
   }
   std::cout << j.dump() << std::endl;

@@ -17,11 +17,14 @@
 //                  one step's graph (plus the program and its libraries). Inside a longer-lived
 //                  program (the tests) it is that program's peak so far. No fork: a child of a
 //                  process that has used OpenMP hangs in its first parallel region (libgomp).
-//   sgemm          cblas_sgemm alone, on preallocated buffers, on the step's largest product
+//   sgemm          sf::gemm (autograd/gemm.h: single-threaded OpenBLAS sgemm per thread on
+//                  blocks of C) alone, on preallocated buffers, on the step's largest product
 //                  (the output projection for the reference): the machine's attainable rate;
 //                  model FLOPs utilisation (MFU) = achieved GFLOP/s / this
-//   BLAS floor     every cblas_sgemm call one training step makes, with the same shapes and
-//                  transpose flags, back to back on preallocated buffers: what the step would
+//   BLAS floor     every matrix product one training step makes, with the same shapes and
+//                  transpose flags and the same routines (sf::gemm, or small_gemm over the
+//                  threads for attention's per-head slices), back to back on preallocated
+//                  buffers: what the step would
 //                  take if everything but the matrix products were free; step / floor says how
 //                  much time goes elsewhere (elementwise ops, softmax, copies, allocation, Adam).
 //                  One A, B and C buffer, sized for the largest call, serve every call, with
@@ -42,6 +45,30 @@
 //                  source ids are written to <run.dir>/bench-decode-sources.txt for
 //                  tools/bench_pytorch.py.
 //
+// `scratchformer bench --scaling` (run_scaling_bench) measures instead how a training step grows
+// with the sequence length: the same model at source = target length T in {16, 32, 64, 128,
+// 256}, at a fixed token budget (batch = 64 * 24 / T pairs, so every row trains on 1536 target
+// tokens), once with plain and once with tiled attention (model.attention). Per row it prints
+//   step time      median of `steps` steps after `warmup` (defaults 3 and 1 under --scaling)
+//   FLOPs          per step (forward + backward, training_step_flops): attention's q k^T and
+//                  weights v, 4 B T^2 D per attention block, which grow as budget * T D, against
+//                  the layers' projections and feed-forward blocks, (8 + 4 F/D) B T D^2 per
+//                  layer, which stay at budget * D^2 (the output projection is counted apart).
+//                  For 3 + 3 layers with F = 4 D that is 36 B T^2 D against 168 B T D^2: the
+//                  ratio column grows linearly in T and reaches 1 at T = 168/36 D, about 4.7 D
+//                  (T = 1195 for D = 256), so in FLOPs attention stays the smaller part of the
+//                  table. Memory crosses much earlier: one layer's (B,H,T,T) weights outgrow its
+//                  (B,T,D) activations once T > D / H (64 for the reference), and time, with
+//                  the T^2 softmax, masking and per-pair products, somewhere between.
+//   peak memory    the tensor-storage counters (autograd/memory_stats.h), peak reset before each
+//                  row, minus what was alive then: model, Adam state, batch and one step's
+//                  graph. Plain keeps every layer's (B,H,T,T) attention weights for backward,
+//                  tiled keeps O(B H T) numbers, so their difference is attention's T^2 memory.
+// Tiled does one more q k^T per tile in backward (it recomputes the scores), so at equal FLOPs
+// counted here it can be slower at small T; it wins on memory, and on time once the (T,T)
+// tensors no longer fit in cache. The model's max_len is raised to the largest T if needed
+// (sinusoidal/learned tables), and the rows use random ids without padding, as above.
+//
 // Threads: --threads, else run.threads, else as the program started (all cores). On a machine
 // shared with other work a second thread can make a step several times slower (every OpenMP
 // loop waits for a thread that is not running): try --threads 1 as well.
@@ -60,6 +87,7 @@
 #include <vector>
 
 #include "autograd/generator.h"
+#include "autograd/small_gemm.h"
 #include "autograd/tensor.h"
 #include "nn/seq2seq.h"
 #include "train/config.h"
@@ -76,7 +104,14 @@ struct BenchOptions {
   bool json_only = false;               // print only the JSON line
   std::int64_t batch = 64;              // sentence pairs per training step; the reference: 64
   std::int64_t length = 24;             // source and target length in tokens; the reference: 24
+  bool scaling = false;                 // --scaling: run_scaling_bench instead of run_bench
+  // --scaling: the token budget of each row is batch * length (1536 for the reference)
+  std::vector<std::int64_t> scaling_lengths{16, 32, 64, 128, 256};  // T of the rows, ascending
 };
+
+// --scaling without --steps / --warmup: a few steps per row keep the ten rows under a few minutes.
+constexpr std::int64_t kScalingSteps = 3;
+constexpr std::int64_t kScalingWarmup = 1;
 
 // Runs the benchmark and prints the table (unless json_only) and one JSON line to stdout.
 // Returns 0, or throws (a bad option, a missing test file, ...).
@@ -105,6 +140,9 @@ struct GemmCall {
   std::string what;  // e.g. "decoder.1.cross_attn.k_proj grad weight"
   double flops() const { return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) *
                                 static_cast<double>(count); }
+  // The slices of a batched product small enough for small_gemm (autograd/small_gemm.h) rather
+  // than BLAS: the same rule as ops_matmul.cpp.
+  bool uses_small_gemm() const { return count > 1 && m * n * k <= kSmallGemmMaxMacs; }
 };
 // Every cblas_sgemm call one training step of model m makes on B pairs of S and T tokens, as
 // sf::matmul issues them (ops_matmul.cpp): a Linear on (B,L,in) is one gemm of B*L rows
@@ -125,5 +163,24 @@ RandomBatch random_batch(std::int64_t vocab, std::int64_t batch, std::int64_t sr
 // cross-entropy ignoring padding, backward, clip_grad_norm, step(lr), zero_grad. Returns the loss.
 double training_step(const nn::Seq2SeqTransformer& model, Optimizer& optimizer, const RandomBatch& batch,
                      const TrainSection& train, double lr);
+
+// ---- the scaling table (--scaling) ----------------------------------------------------------
+
+// One row of the scaling table: the model at source = target length T with one attention kernel.
+struct ScalingRow {
+  std::int64_t length = 0;        // T (source and target)
+  std::int64_t batch = 0;         // pairs: the token budget / T
+  std::string attention;          // "plain" | "tiled"
+  double step_s = 0;              // median training step, seconds
+  StepFlops flops;                // of one batch (forward; a step is flops.total())
+  std::int64_t peak_bytes = 0;    // tensor storage the row needed at its peak (see the top)
+};
+
+// Runs --scaling: prints the table (unless json_only) and one JSON line {"tool", ..., "rows": [..]}.
+// Returns 0, or throws on a bad option.
+int run_scaling_bench(const Config& cfg, const BenchOptions& opt);
+
+// The rows of the scaling table, two per length (plain, then tiled), without printing.
+std::vector<ScalingRow> scaling_rows(const Config& cfg, const BenchOptions& opt);
 
 }  // namespace sf::train

@@ -1,6 +1,8 @@
 #include "train/checkpoint.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <sstream>
 
 #include "train/safetensors.h"
@@ -10,6 +12,10 @@ namespace sf::train {
 namespace {
 constexpr const char* kFormat = "1";
 constexpr const char* kOptimizerPrefix = "optimizer.";
+constexpr const char* kStepPrefix = "checkpoint-step-";
+constexpr const char* kStepSuffix = ".safetensors";
+
+namespace fs = std::filesystem;
 
 std::string rng_to_hex(const Generator::State& s) {
   std::string out;
@@ -127,6 +133,88 @@ LoadedCheckpoint load_checkpoint(const std::string& path) {
   if (c.state.step < 0 || c.src_vocab <= 0 || c.tgt_vocab <= 0)
     throw CheckpointError(path + ": metadata has a negative step or a non-positive vocabulary size");
   return c;
+}
+
+void check_checkpoint_dtypes(const LoadedCheckpoint& c, const nn::Module& model, const std::string& path) {
+  const auto params = model.named_parameters();
+  auto check = [&](const std::string& key, const Tensor& t, const Tensor& param) {
+    if (t.dtype() != param.dtype())
+      throw CheckpointError(path + ": tensor '" + key + "' is " + dtype_name(t.dtype()) + " but the model's parameter is " +
+                            dtype_name(param.dtype()) + " (a checkpoint of another model?)");
+  };
+  std::map<std::string, const Tensor*> by_name;
+  for (const auto& [name, param] : params) by_name.emplace(name, &param);
+  for (const auto& [name, t] : c.model)
+    if (auto it = by_name.find(name); it != by_name.end()) check(name, t, *it->second);
+  // the optimizer's state is "<optimizer>.<slot>.<parameter>": "adam.m.<name>", "sgd.momentum.<name>"
+  for (const auto& [key, t] : c.optimizer) {
+    const auto first = key.find('.');
+    const auto second = first == std::string::npos ? first : key.find('.', first + 1);
+    if (second == std::string::npos) continue;
+    if (auto it = by_name.find(key.substr(second + 1)); it != by_name.end()) check(kOptimizerPrefix + key, t, *it->second);
+  }
+}
+
+std::string step_checkpoint_name(std::int64_t step) {
+  char digits[32];
+  std::snprintf(digits, sizeof digits, "%06lld", static_cast<long long>(step));
+  return std::string(kStepPrefix) + digits + kStepSuffix;
+}
+
+std::vector<std::pair<std::int64_t, std::string>> list_step_checkpoints(const std::string& dir) {
+  std::vector<std::pair<std::int64_t, std::string>> found;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    // exactly "checkpoint-step-<digits>.safetensors": not a ".tmp", not someone's other file
+    const std::string name = entry.path().filename().string();
+    const std::string prefix = kStepPrefix, suffix = kStepSuffix;
+    if (name.size() <= prefix.size() + suffix.size() || name.rfind(prefix, 0) != 0 ||
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
+      continue;
+    const std::string digits = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+    if (digits.size() > 18 || !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      continue;
+    found.emplace_back(std::stoll(digits), entry.path().string());
+  }
+  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  return found;
+}
+
+namespace {
+// Keeps `last` (checkpoint-last, saved at `step`) as checkpoint-step-<step> in `dir`: a hard link
+// to the same bytes, or a copy if the file system cannot link. An existing one is left alone (a
+// run killed between this and the next save has already made it).
+void keep_as_step_checkpoint(const fs::path& dir, const fs::path& last, std::int64_t step) {
+  const fs::path kept = dir / step_checkpoint_name(step);
+  if (fs::exists(kept) || !fs::exists(last)) return;
+  std::error_code ec;
+  fs::create_hard_link(last, kept, ec);
+  if (!ec) return;
+  const fs::path tmp = kept.string() + ".tmp";  // copy atomically: never a half step file
+  fs::copy_file(last, tmp, fs::copy_options::overwrite_existing, ec);
+  if (!ec) fs::rename(tmp, kept, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    throw CheckpointError(kept.string() + ": cannot keep the previous checkpoint-last here: " + ec.message());
+  }
+}
+}  // namespace
+
+void save_last_checkpoint(const std::string& dir, std::int64_t keep, std::int64_t previous_step, const nn::Module& model,
+                          const Optimizer* optimizer, const TrainingState& state, const std::string& config_toml,
+                          std::int64_t src_vocab, std::int64_t tgt_vocab) {
+  if (keep < 1) throw std::invalid_argument("save_last_checkpoint: keep must be >= 1, got " + std::to_string(keep));
+  const fs::path last = fs::path(dir) / kLastCheckpointName;
+  // 1. the current checkpoint-last becomes a step checkpoint (its bytes stay where they are)
+  if (keep > 1 && previous_step >= 0 && previous_step != state.step) keep_as_step_checkpoint(dir, last, previous_step);
+  // 2. the new checkpoint-last, atomically: on failure the old one is still in place
+  save_checkpoint(last.string(), model, optimizer, state, config_toml, src_vocab, tgt_vocab);
+  // 3. the new one is safe: delete the step checkpoints beyond the newest keep - 1
+  const auto steps = list_step_checkpoints(dir);
+  for (std::size_t i = static_cast<std::size_t>(keep - 1); i < steps.size(); ++i) {
+    std::error_code ec;
+    fs::remove(steps[i].second, ec);  // best effort: an undeletable old file does not stop training
+  }
 }
 
 }  // namespace sf::train

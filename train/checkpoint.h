@@ -13,6 +13,8 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "autograd/generator.h"
 #include "nn/module.h"
@@ -50,5 +52,37 @@ struct LoadedCheckpoint {
 
 // Reads and checks a checkpoint (CheckpointError with the path and what is wrong).
 LoadedCheckpoint load_checkpoint(const std::string& path);
+
+// Checks that the checkpoint's weights and optimizer state have the dtype of `model`'s parameters
+// (a float64 or int64 tensor would otherwise be converted silently); names and shapes are checked
+// by Module::load_state_dict. CheckpointError naming `path` and the tensor.
+void check_checkpoint_dtypes(const LoadedCheckpoint& checkpoint, const nn::Module& model, const std::string& path);
+
+// ---- the run directory's recent checkpoints (run.keep_checkpoints = K) --------------------
+// checkpoint-last.safetensors is always the newest checkpoint and the one --resume starts from.
+// With K > 1 the K - 1 checkpoints saved before it are kept too, named by their step:
+//   checkpoint-last.safetensors              step 3000 (the newest)
+//   checkpoint-step-002000.safetensors       step 2000
+//   checkpoint-step-001000.safetensors       step 1000      (K = 3: older ones are deleted)
+// A step file is a hard link to the checkpoint-last it was (so keeping it costs no copy), or a
+// copy where the file system has no hard links. checkpoint-best is separate and always kept.
+inline constexpr const char* kLastCheckpointName = "checkpoint-last.safetensors";
+
+// "checkpoint-step-002000.safetensors" (six digits or more).
+std::string step_checkpoint_name(std::int64_t step);
+
+// The step checkpoints in `dir`, newest first: (step, path).
+std::vector<std::pair<std::int64_t, std::string>> list_step_checkpoints(const std::string& dir);
+
+// Saves `dir`/checkpoint-last.safetensors (as save_checkpoint) and keeps the last `keep` (K >= 1)
+// checkpoints, in an order that never loses one:
+//   1. with K > 1, the current checkpoint-last, saved at `previous_step` (< 0: there is none),
+//      is kept as checkpoint-step-<previous_step> (if that step differs from state.step)
+//   2. the new checkpoint-last is written atomically (temporary file, fsync, rename)
+//   3. only then are the step checkpoints beyond the newest K - 1 deleted.
+// A failure in 1 or 2 throws CheckpointError and deletes nothing.
+void save_last_checkpoint(const std::string& dir, std::int64_t keep, std::int64_t previous_step, const nn::Module& model,
+                          const Optimizer* optimizer, const TrainingState& state, const std::string& config_toml,
+                          std::int64_t src_vocab, std::int64_t tgt_vocab);
 
 }  // namespace sf::train

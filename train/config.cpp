@@ -34,6 +34,7 @@ const std::vector<std::string> kActivations{"relu", "gelu", "swiglu"};
 const std::vector<std::string> kNorms{"layernorm", "rmsnorm"};
 const std::vector<std::string> kNormPositions{"pre", "post"};
 const std::vector<std::string> kPositionals{"sinusoidal", "learned", "rope", "alibi"};
+const std::vector<std::string> kAttentions{"plain", "tiled"};
 const std::vector<std::string> kTokenizerTypes{"unigram", "bpe"};
 const std::vector<std::string> kBleuTokenizers{"13a", "zh"};
 const std::vector<std::string> kOptimizers{"adam", "adamw", "sgd"};
@@ -64,6 +65,9 @@ void visit_fields(C& c, V& v) {
   v.choice("norm", c.model.norm, kNorms);
   v.choice("norm_position", c.model.norm_position, kNormPositions);
   v.choice("positional", c.model.positional, kPositionals);
+  // model.attention: "plain" (the composed ops) or "tiled" (the online-softmax op, never a T x T
+  // tensor); read here, written back by to_toml, checked against attention_dropout in validate().
+  v.choice("attention", c.model.attention, kAttentions);
   v.boolean("share_embeddings", c.model.share_embeddings);
   v.boolean("tie_output", c.model.tie_output);
   v.integer("max_len", c.model.max_len);
@@ -535,6 +539,9 @@ void validate(const Config& c, const Checker& check) {
   check.require(m.positional != "rope" || head_dim % 2 == 0, "model", "positional",
                 "rope rotates pairs of features, so the head width d_model / n_heads must be even, got " +
                     std::to_string(head_dim));
+  check.require(m.attention != "tiled" || m.attention_dropout == 0, "model", "attention",
+                "tiled attention never forms the attention weights, so it cannot drop them out: set "
+                "model.attention_dropout = 0 (got " + format_double(m.attention_dropout) + ") or model.attention = \"plain\"");
   check.require(!m.share_embeddings || c.data.joint_tokenizer, "model", "share_embeddings",
                 "sharing source and target embeddings needs one vocabulary: set data.joint_tokenizer = true "
                 "or model.share_embeddings = false");

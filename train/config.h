@@ -50,6 +50,10 @@ struct ModelSection {
   std::string norm = "layernorm";      // normalisation: "layernorm" | "rmsnorm"
   std::string norm_position = "pre";   // "pre" (norm before each sublayer, stable) | "post" (2017 paper)
   std::string positional = "sinusoidal";  // positions: "sinusoidal" | "learned" | "rope" | "alibi"
+  std::string attention = "plain";    // how attention is computed: "plain" (scores, softmax, weights v as
+                                       // separate ops; (B,H,T,T) weights kept for backward) | "tiled" (the
+                                       // online-softmax op, O(T) memory; needs attention_dropout = 0).
+                                       // Same parameters and outputs: a checkpoint runs under either
   bool share_embeddings = true;        // one embedding table for source and target (needs a joint tokenizer)
   bool tie_output = true;              // output projection reuses the target embedding matrix
   std::int64_t max_len = 256;          // longest sequence in tokens (size of learned/sinusoidal tables)
@@ -111,8 +115,10 @@ struct RunSection {
   std::string dir;                     // required: run directory (config.toml, spm.model, checkpoints,
                                        // metrics.tsv), e.g. "runs/quickstart"; absolute once loaded
   std::int64_t threads = 0;            // worker threads for kernels and BLAS; 0 = all cores
-  std::int64_t keep_checkpoints = 1;   // recent step checkpoints kept, >= 1; 1 = only checkpoint-last
-                                       // (checkpoint-best is always kept besides these)
+  std::int64_t keep_checkpoints = 1;   // recent checkpoints kept, K >= 1: checkpoint-last (the newest, the
+                                       // resume point) and the K - 1 before it as
+                                       // checkpoint-step-NNNNNN.safetensors; 1 = only checkpoint-last
+                                       // (checkpoint-best is always kept besides these), e.g. 3
 
   bool operator==(const RunSection&) const = default;
 };

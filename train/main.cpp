@@ -33,11 +33,13 @@
 #include "train/bleu.h"
 #include "train/classroom.h"
 #include "train/config.h"
+#include "train/distributed.h"
 #include "train/evaluate.h"
 #include "train/gradcheck_suite.h"
 #include "train/plots.h"
 #include "train/setup.h"
 #include "train/summary.h"
+#include "train/trace.h"
 #include "train/trainer.h"
 
 namespace {
@@ -59,23 +61,66 @@ int run_demo() {
   return 0;
 }
 
-// Reads all lines of a file or of stdin ("-" or empty path).
+// Reads all lines of a file or of stdin ("-" or empty path) as they are, without their "\n" or
+// "\r\n": a line that is not UTF-8 is reported by encode_inputs and gets an empty translation, so
+// the output always has one line per input line (the same from a file and from stdin).
 std::vector<std::string> read_input_lines(const std::string& path) {
-  if (!path.empty() && path != "-") return data::read_lines(path);
+  std::ifstream file;
+  if (!path.empty() && path != "-") {
+    if (!fs::exists(path)) throw std::invalid_argument("input file not found: " + path);
+    if (fs::is_directory(path)) throw std::invalid_argument("input " + path + " is a directory, expected a text file");
+    file.open(path, std::ios::binary);
+    if (!file) throw std::runtime_error("cannot open the input file " + path);
+  }
+  std::istream& in = file.is_open() ? file : std::cin;
   std::vector<std::string> lines;
   std::string line;
-  while (std::getline(std::cin, line)) {
+  while (std::getline(in, line)) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     lines.push_back(line);
   }
+  if (!lines.empty() && lines[0].rfind("\xEF\xBB\xBF", 0) == 0) lines[0].erase(0, 3);  // a byte-order mark
   return lines;
+}
+
+// --beam: a whole number >= 1 (CLI::PositiveNumber would say "not in range 0 to 1.797...e308").
+CLI::Validator beam_size_check() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        long long beam = 0;
+        std::size_t used = 0;
+        try {
+          beam = std::stoll(value, &used);
+        } catch (const std::exception&) {
+        }
+        if (used != value.size() || beam < 1) return "expected a beam size of at least 1, got '" + value + "'";
+        return "";
+      },
+      "");
 }
 
 struct TranslateArgs {
   std::string checkpoint, input;
   std::int64_t beam = 0;  // 0 = the config's valid_beam
   double length_penalty = 1.0;
+  bool trace = false;            // translate --trace: module statistics for the first sentence
+  std::int64_t trace_steps = 1;  // decoding steps traced
+  std::string trace_file;        // "" = stderr
 };
+
+// The first non-empty input sentence through encoder and trace_steps decoding steps, under a
+// trace (train/trace.h), written to --trace-file or stderr.
+void trace_first_sentence(const train::InferenceModel& im, const std::vector<std::vector<std::int64_t>>& ids,
+                          const TranslateArgs& a) {
+  const auto first = std::find_if(ids.begin(), ids.end(), [](const auto& v) { return !v.empty(); });
+  if (first == ids.end()) throw std::invalid_argument("translate --trace: no non-empty input sentence to trace");
+  std::ofstream file;
+  if (!a.trace_file.empty()) {
+    file.open(a.trace_file, std::ios::trunc);
+    if (!file) throw std::runtime_error("--trace-file: cannot open " + a.trace_file + " for writing");
+  }
+  train::trace_translation(*im.model, *first, a.trace_steps, file.is_open() ? static_cast<std::ostream&>(file) : std::cerr);
+}
 
 // Encodes input lines for the model: invalid UTF-8 and over-long lines are reported on stderr
 // (the line is skipped or truncated), never a crash. Empty lines translate to empty lines.
@@ -85,15 +130,25 @@ std::vector<std::vector<std::int64_t>> encode_inputs(const std::vector<std::stri
   for (std::size_t i = 0; i < lines.size(); ++i) {
     std::size_t bad = 0;
     if (!data::valid_utf8(lines[i], &bad)) {
-      std::cerr << "scratchformer: warning: " << origin << " line " << i + 1 << ": invalid UTF-8 at byte " << bad
+      std::cerr << "scratchformer: warning: " << origin << " line " << i + 1 << ": invalid UTF-8 at byte " << bad + 1
                 << "; writing an empty translation\n";
       continue;
     }
-    ids[i] = tok.src.encode(lines[i]);
-    if (static_cast<std::int64_t>(ids[i].size()) > max_len) {
-      std::cerr << "scratchformer: warning: " << origin << " line " << i + 1 << ": " << ids[i].size()
+    // Only the start of a huge line can fit the model: tokenise no more than max_len tokens can
+    // take (data::kMaxBytesPerToken; a 10 MB line would take GBs to tokenise), cut at a character.
+    std::string_view text = lines[i];
+    const std::size_t max_bytes = static_cast<std::size_t>(max_len) * data::kMaxBytesPerToken;
+    if (text.size() > max_bytes) {
+      std::size_t cut = max_bytes;
+      while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;  // not inside a character
+      text = text.substr(0, cut);
+    }
+    ids[i] = tok.src.encode(std::string(text));
+    if (static_cast<std::int64_t>(ids[i].size()) > max_len || text.size() < lines[i].size()) {
+      std::cerr << "scratchformer: warning: " << origin << " line " << i + 1 << ": "
+                << (text.size() < lines[i].size() ? "over " : "") << ids[i].size()
                 << " tokens, truncated to the model's limit of " << max_len << "\n";
-      ids[i].resize(static_cast<std::size_t>(max_len));
+      ids[i].resize(std::min(ids[i].size(), static_cast<std::size_t>(max_len)));
     }
   }
   return ids;
@@ -123,6 +178,7 @@ int run_translate(const TranslateArgs& a) {
   const train::InferenceModel im = train::load_inference_model(a.checkpoint);
   const auto lines = read_input_lines(a.input);
   const auto ids = encode_inputs(lines, *im.tokenizers, im.config.model.max_len - 2, a.input.empty() ? "stdin" : a.input);
+  if (a.trace) trace_first_sentence(im, ids, a);
   for (const auto& hyp : translate_lines(im, ids, decode_options(im, a))) std::cout << hyp << "\n";
   return 0;
 }
@@ -137,6 +193,8 @@ int run_eval(const TranslateArgs& a, const std::string& src_path, const std::str
   // teacher-forced loss on the pairs that fit the model
   std::vector<std::vector<std::int64_t>> src, tgt;
   for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i].empty() || corpus.tgt[i].size() > static_cast<std::size_t>(im.config.model.max_len) * data::kMaxBytesPerToken)
+      continue;  // (a reference that long cannot fit: not tokenised, see data::kMaxBytesPerToken)
     auto t = im.tokenizers->tgt.encode(corpus.tgt[i]);
     if (ids[i].empty() || t.empty() || static_cast<std::int64_t>(t.size()) > im.config.model.max_len - 2) continue;
     src.push_back(ids[i]);
@@ -248,6 +306,14 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--config", config_path, "Config file (TOML), e.g. configs/quickstart.toml")->required();
   train_cmd->add_option("--set", overrides, "Override a config key: section.key=value (repeatable)");
   train_cmd->add_flag("--resume", resume, "Continue the run in run.dir from checkpoint-last.safetensors");
+  bool train_trace = false;
+  train::TrainOptions train_opt;
+  train_cmd->add_flag("--trace", train_trace, "Print each module's output and gradient statistics for the first step");
+  train_cmd->add_option("--trace-steps", train_opt.trace_steps, "Trace the first N steps (implies --trace)")
+      ->check(CLI::PositiveNumber);
+  train_cmd->add_option("--trace-file", train_opt.trace_file, "Write the trace to this file instead of stderr (implies --trace)");
+  train_cmd->add_option("--dump-graph", train_opt.dump_graph,
+                        "Write the first step's autograd graph as Graphviz DOT (and FILE.svg if `dot` is installed)");
 
   // translate
   TranslateArgs targs;
@@ -255,8 +321,13 @@ int main(int argc, char** argv) {
   translate_cmd->add_option("--checkpoint", targs.checkpoint, "Checkpoint file (its directory must hold the tokenizer)")->required();
   translate_cmd->add_option("--input", targs.input, "Input file (default: stdin)");
   translate_cmd->add_option("--beam", targs.beam, "Beam size (1 = greedy; default: the config's train.valid_beam)")
-      ->check(CLI::PositiveNumber);
+      ->check(beam_size_check());
   translate_cmd->add_option("--length-penalty", targs.length_penalty, "Beam search length penalty alpha (score / length^alpha)");
+  translate_cmd->add_flag("--trace", targs.trace,
+                          "Print each module's output statistics for the first sentence (encoder, first decoding step)");
+  translate_cmd->add_option("--trace-steps", targs.trace_steps, "Decoding steps to trace (default: 1; implies --trace)")
+      ->check(CLI::PositiveNumber);
+  translate_cmd->add_option("--trace-file", targs.trace_file, "Write the trace to this file instead of stderr (implies --trace)");
 
   // eval
   TranslateArgs eargs;
@@ -265,7 +336,7 @@ int main(int argc, char** argv) {
   eval_cmd->add_option("--checkpoint", eargs.checkpoint, "Checkpoint file")->required();
   eval_cmd->add_option("--src", eval_src, "Source sentences, one per line")->required();
   eval_cmd->add_option("--ref", eval_ref, "Reference translations, aligned with --src")->required();
-  eval_cmd->add_option("--beam", eargs.beam, "Beam size (default: the config's train.valid_beam)")->check(CLI::PositiveNumber);
+  eval_cmd->add_option("--beam", eargs.beam, "Beam size (default: the config's train.valid_beam)")->check(beam_size_check());
 
   // bleu
   std::string bleu_ref, bleu_tok = "13a";
@@ -299,6 +370,9 @@ int main(int argc, char** argv) {
                         "Test sentences decoded per setting, 0 = no decoding (default: 64)");
   bench_cmd->add_option("--checkpoint", bench_opt.checkpoint, "Decode with this trained model (default: a random one)");
   bench_cmd->add_flag("--json", bench_opt.json_only, "Print only the JSON line");
+  bench_cmd->add_flag("--scaling", bench_opt.scaling,
+                      "Instead: step time, FLOPs and peak tensor memory at T = 16..256 (fixed token budget), plain vs "
+                      "tiled attention (default --steps 3 --warmup 1)");
 
   auto* demo_cmd = app.add_subcommand("demo", "Print a tiny forward and backward pass (tensors and autograd at work)");
 
@@ -353,9 +427,23 @@ int main(int argc, char** argv) {
     std::cerr << "scratchformer: error: " << what << " (run with --help to see the options)\n";
     return 2;
   }
+  // MPI, when started by mpirun (data-parallel training, train/distributed.h); finalized when main
+  // returns. Without mpirun this does nothing.
+  std::optional<train::DistributedScope> distributed;
+  try {
+    distributed.emplace(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "scratchformer: error: " << e.what() << "\n";
+    return 2;
+  }
   try {
     init_threads();
     if (demo_cmd->parsed()) return run_demo();
+    if (bench_cmd->parsed() && bench_opt.scaling) {
+      if (bench_cmd->count("--steps") == 0) bench_opt.steps = train::kScalingSteps;
+      if (bench_cmd->count("--warmup") == 0) bench_opt.warmup = train::kScalingWarmup;
+      return train::run_scaling_bench(train::load_config(bench_config, bench_overrides), bench_opt);
+    }
     if (bench_cmd->parsed()) return train::run_bench(train::load_config(bench_config, bench_overrides), bench_opt);
     if (gradcheck_cmd->parsed()) return run_gradcheck(gradcheck_module, gradcheck_list);
     if (attention_cmd->parsed()) return run_attention(aargs, attention_cmd->count("--tgt") > 0);
@@ -367,9 +455,14 @@ int main(int argc, char** argv) {
     }
     if (train_cmd->parsed()) {
       train::Config cfg = train::load_config(config_path, overrides);
-      return train::train(cfg, {resume});
+      train_opt.resume = resume;
+      if (train_opt.trace_steps == 0 && (train_trace || !train_opt.trace_file.empty())) train_opt.trace_steps = 1;
+      return train::train(cfg, train_opt);
     }
-    if (translate_cmd->parsed()) return run_translate(targs);
+    if (translate_cmd->parsed()) {
+      targs.trace = targs.trace || translate_cmd->count("--trace-steps") > 0 || !targs.trace_file.empty();
+      return run_translate(targs);
+    }
     if (eval_cmd->parsed()) return run_eval(eargs, eval_src, eval_ref);
     if (bleu_cmd->parsed()) return run_bleu(bleu_ref, bleu_tok);
     if (summary_cmd->parsed()) {
@@ -382,6 +475,10 @@ int main(int argc, char** argv) {
     std::cout << app.help();
     return 0;
   } catch (const std::exception& e) {
+    // one of several ranks: end them all (they would wait for this one forever), status 2
+    if (train::world_size() > 1)
+      train::abort_job(2, "scratchformer: error on rank " + std::to_string(train::rank()) + " of " +
+                              std::to_string(train::world_size()) + ": " + e.what());
     std::cerr << "scratchformer: error: " << e.what() << "\n";
     return 2;
   }

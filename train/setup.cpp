@@ -31,6 +31,7 @@ nn::ModelConfig model_config_from(const ModelSection& m, std::int64_t src_vocab,
   c.norm = nn::parse_norm(m.norm);
   c.norm_position = nn::parse_norm_position(m.norm_position);
   c.positional = nn::parse_positional(m.positional);
+  c.attention = nn::parse_attention(m.attention);
   c.share_embeddings = m.share_embeddings;
   c.tie_output = m.tie_output;
   c.max_len = m.max_len;
@@ -100,6 +101,7 @@ InferenceModel load_inference_model(const std::string& checkpoint_path) {
   im.model = std::make_unique<nn::Seq2SeqTransformer>(model_config_from(im.config.model, ck.src_vocab, ck.tgt_vocab),
                                                       *im.init_gen);
   try {
+    check_checkpoint_dtypes(ck, *im.model, checkpoint_path);
     im.model->load_state_dict(ck.model);
   } catch (const std::invalid_argument& e) {
     throw CheckpointError(checkpoint_path + ": " + e.what());

@@ -19,6 +19,12 @@ namespace sf::train {
 
 struct TrainOptions {
   bool resume = false;  // continue from run.dir/checkpoint-last.safetensors
+  // Debugging (train/trace.h): --trace prints per-module output and gradient statistics for the
+  // first micro-batch of the first trace_steps steps (0 = off), to trace_file or stderr;
+  // --dump-graph writes the first step's autograd graph as Graphviz DOT to dump_graph.
+  std::int64_t trace_steps = 0;
+  std::string trace_file{};  // "" = stderr
+  std::string dump_graph{};  // "" = no graph
 };
 
 // Runs the job; returns the process exit status (0 done, 1 stopped by repeated non-finite

@@ -1,0 +1,31 @@
+// gemm: the one place that calls BLAS for a matrix product, threaded by OpenMP.
+//
+// Why not let OpenBLAS thread itself? OpenBLAS (pthread build) keeps its own worker threads and
+// the OpenMP loops of the kernels keep theirs. On a 2-core machine that is three busy threads
+// for two cores: after each parallel loop OpenMP's workers spin waiting for the next one while
+// OpenBLAS's workers want the cores, and after each product OpenBLAS's workers spin (yielding)
+// while OpenMP wants them. Measured: 2 threads ran slower than 1. So there is one thread team,
+// OpenMP's: set_num_threads (threads.h) keeps OpenBLAS on one thread, and gemm splits a large
+// product into row (or column) blocks of C, one single-threaded BLAS call per OpenMP thread.
+//
+// Each element of C is still computed by one BLAS call over the whole K, so splitting changes
+// no sum into partial sums; with one thread it is exactly one BLAS call, as before.
+//
+//   c (m,n), row-major with row stride ldc  =  op(a) (m,k) @ op(b) (k,n)
+//   op(a) = a (row-major, row stride lda) or, with trans_a, the transpose of a row-major (k,m) a.
+#pragma once
+
+#include <cstdint>
+
+namespace sf {
+
+void gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c,
+          int ldc);
+void gemm(bool trans_a, bool trans_b, int m, int n, int k, const double* a, int lda, const double* b, int ldb,
+          double* c, int ldc);
+
+// Products with fewer multiply-adds (m*n*k) than this run as one call on the calling thread
+// (OpenBLAS makes the same choice for its own threads: 4 * 65536).
+constexpr std::int64_t kGemmParallelMinMacs = 4 * 65536;
+
+}  // namespace sf

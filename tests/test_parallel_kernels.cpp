@@ -1,0 +1,96 @@
+// Tests for the threaded element-wise paths (kernels.h parallel_for_each_strided, the column
+// sums of ops_reduce.cpp) and the integer dropout threshold: each against values computed here
+// one element at a time, and bit-identical on 1 and 2 threads.
+//
+// The tensors have at least kParallelMinElements elements, so the threaded paths really run.
+// Tags: [parallel] on all; [reference] where a fast path is checked against a plain loop.
+#include <cmath>
+#include <vector>
+
+#include "autograd/kernels.h"
+#include "autograd/threads.h"
+#include "test_util.h"
+
+using namespace sf;
+
+namespace {
+
+// Runs f on 1 thread and on 2, restoring the thread count; returns both results' values.
+template <class F>
+std::pair<std::vector<double>, std::vector<double>> on_one_and_two_threads(F&& f) {
+  const int before = num_threads();
+  set_num_threads(1);
+  std::vector<double> one = f().template to_vector<double>();
+  set_num_threads(2);
+  std::vector<double> two = f().template to_vector<double>();
+  set_num_threads(before);
+  return {one, two};
+}
+
+}  // namespace
+
+TEST_CASE("parallel copy of a permuted tensor moves every element to its place", "[parallel][reference]") {
+  Generator gen(21);
+  const Tensor x = randn({40, 30, 70}, gen);  // 84000 elements, above kParallelMinElements
+  REQUIRE(x.numel() >= kParallelMinElements);
+  const auto [one, two] = on_one_and_two_threads([&] { return contiguous(x.permute({2, 0, 1})); });
+  REQUIRE(one == two);
+  const std::vector<double> vx = x.to_vector<double>();
+  std::int64_t misplaced = 0;  // counted, then checked once (one REQUIRE per element is slow)
+  for (std::int64_t k = 0; k < 70; ++k)  // out[k, i, j] = x[i, j, k]
+    for (std::int64_t i = 0; i < 40; ++i)
+      for (std::int64_t j = 0; j < 30; ++j) misplaced += one[(k * 40 + i) * 30 + j] != vx[(i * 30 + j) * 70 + k];
+  REQUIRE(misplaced == 0);
+}
+
+TEST_CASE("parallel broadcast add and mask match one element at a time", "[parallel][reference]") {
+  Generator gen(22);
+  const Tensor a = randn({300, 257}, gen), bias = randn({257}, gen);
+  const auto [one, two] = on_one_and_two_threads([&] { return add(a, bias); });
+  REQUIRE(one == two);
+  const std::vector<float> va = a.to_vector<float>(), vb = bias.to_vector<float>();
+  std::int64_t wrong = 0;
+  for (std::int64_t r = 0; r < 300; ++r)
+    for (std::int64_t c = 0; c < 257; ++c) wrong += one[r * 257 + c] != static_cast<double>(va[r * 257 + c] + vb[c]);
+  REQUIRE(wrong == 0);
+
+  // masked_fill's backward zeroes the gradient where the mask was set (a threaded zero_where)
+  Tensor x = randn({300, 257}, gen);
+  x.requires_grad_();
+  std::vector<bool> bits(300 * 257);
+  for (std::size_t i = 0; i < bits.size(); ++i) bits[i] = gen.uniform() < 0.5;
+  const Tensor mask = from_vector<bool>(bits, {300, 257});
+  const Tensor g = randn({300, 257}, gen);
+  const auto [g1, g2] = on_one_and_two_threads([&] {
+    x.zero_grad();
+    masked_fill(x, mask, 0.0).backward(g);
+    return x.grad();
+  });
+  REQUIRE(g1 == g2);
+  const std::vector<float> vg = g.to_vector<float>();
+  std::int64_t wrong_grads = 0;
+  for (std::size_t i = 0; i < bits.size(); ++i) wrong_grads += g1[i] != (bits[i] ? 0.0 : static_cast<double>(vg[i]));
+  REQUIRE(wrong_grads == 0);
+}
+
+TEST_CASE("parallel sum over the leading dims matches a plain double sum", "[parallel][reference]") {
+  Generator gen(23);
+  const Tensor x = randn({6, 50, 257}, gen);  // (B,T,D) summed to (D): a bias gradient
+  const auto [one, two] = on_one_and_two_threads([&] { return sum(x, {0, 1}); });
+  REQUIRE(one == two);
+  const std::vector<float> vx = x.to_vector<float>();
+  for (std::int64_t c = 0; c < 257; ++c) {
+    double s = 0;  // the same order (rows in turn) and precision (double) as the kernel
+    for (std::int64_t r = 0; r < 300; ++r) s += vx[r * 257 + c];
+    CHECK(one[c] == static_cast<double>(static_cast<float>(s)));
+  }
+}
+
+TEST_CASE("dropout keeps exactly the elements whose uniform draw is at least p", "[parallel][reference]") {
+  constexpr double kP = 0.1;
+  Generator gen(24), same(24);
+  const Tensor x = ones({1000});
+  const std::vector<float> out = dropout(x, kP, gen).to_vector<float>();
+  const float kept = static_cast<float>(1.0 / (1.0 - kP));
+  for (float v : out) REQUIRE(v == (same.uniform() >= kP ? kept : 0.0f));  // the documented rule
+}

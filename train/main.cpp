@@ -83,21 +83,23 @@ std::vector<std::string> read_input_lines(const std::string& path) {
   return lines;
 }
 
-// --beam: a whole number >= 1 (CLI::PositiveNumber would say "not in range 0 to 1.797...e308").
-CLI::Validator beam_size_check() {
+// A whole number >= 1 for options like --beam and --trace-steps (CLI::PositiveNumber would say
+// "not in range 0 to 1.797...e308"). `what` names it in the message: "a beam size".
+CLI::Validator at_least_one(const std::string& what) {
   return CLI::Validator(
-      [](std::string& value) -> std::string {
-        long long beam = 0;
+      [what](std::string& value) -> std::string {
+        long long n = 0;
         std::size_t used = 0;
         try {
-          beam = std::stoll(value, &used);
+          n = std::stoll(value, &used);
         } catch (const std::exception&) {
         }
-        if (used != value.size() || beam < 1) return "expected a beam size of at least 1, got '" + value + "'";
+        if (used != value.size() || n < 1) return "expected " + what + " of at least 1, got '" + value + "'";
         return "";
       },
       "");
 }
+CLI::Validator beam_size_check() { return at_least_one("a beam size"); }
 
 struct TranslateArgs {
   std::string checkpoint, input;
@@ -310,7 +312,7 @@ int main(int argc, char** argv) {
   train::TrainOptions train_opt;
   train_cmd->add_flag("--trace", train_trace, "Print each module's output and gradient statistics for the first step");
   train_cmd->add_option("--trace-steps", train_opt.trace_steps, "Trace the first N steps (implies --trace)")
-      ->check(CLI::PositiveNumber);
+      ->check(at_least_one("a number of steps"));
   train_cmd->add_option("--trace-file", train_opt.trace_file, "Write the trace to this file instead of stderr (implies --trace)");
   train_cmd->add_option("--dump-graph", train_opt.dump_graph,
                         "Write the first step's autograd graph as Graphviz DOT (and FILE.svg if `dot` is installed)");
@@ -326,7 +328,7 @@ int main(int argc, char** argv) {
   translate_cmd->add_flag("--trace", targs.trace,
                           "Print each module's output statistics for the first sentence (encoder, first decoding step)");
   translate_cmd->add_option("--trace-steps", targs.trace_steps, "Decoding steps to trace (default: 1; implies --trace)")
-      ->check(CLI::PositiveNumber);
+      ->check(at_least_one("a number of steps"));
   translate_cmd->add_option("--trace-file", targs.trace_file, "Write the trace to this file instead of stderr (implies --trace)");
 
   // eval

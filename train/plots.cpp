@@ -861,6 +861,9 @@ std::string line_chart_svg(const std::vector<double>& x, const std::vector<doubl
 }
 
 void write_file_atomically(const std::string& path, const std::string& text) {
+  if (std::filesystem::is_directory(path))
+    throw std::runtime_error(path + " is a directory; expected the path of the SVG file to write (e.g. " + path +
+                             "/figure.svg)");
   const std::string tmp = path + ".tmp";
   const auto fail = [&](const std::string& what) {
     const std::string reason = std::strerror(errno);

@@ -24,30 +24,6 @@ inline const std::string kSourceDir = SCRATCHFORMER_SOURCE_DIR;
 inline const std::string kReverseConfig = kSourceDir + "/configs/reverse.toml";
 inline const std::string kReverseData = kSourceDir + "/data/corpora/reverse/";
 
-// A fresh folder under the system temp directory, removed with everything in it at scope exit.
-struct RunTempDir {
-  fs::path path;
-  RunTempDir() {
-    std::string pattern = (fs::temp_directory_path() / "sf_reliability_XXXXXX").string();
-    REQUIRE(mkdtemp(pattern.data()) != nullptr);
-    path = pattern;
-  }
-  ~RunTempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  RunTempDir(const RunTempDir&) = delete;
-  RunTempDir& operator=(const RunTempDir&) = delete;
-  // Writes `bytes` to the file `name` in this folder (creating sub-folders) and returns its path.
-  std::string write(const std::string& name, const std::string& bytes) const {
-    const fs::path p = path / name;
-    fs::create_directories(p.parent_path());
-    std::ofstream(p, std::ios::binary) << bytes;
-    return p.string();
-  }
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
-};
-
 inline std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
@@ -66,7 +42,7 @@ inline std::string quoted(const std::string& s) { return "'" + s + "'"; }
 // A small copy of the reverse corpus (300 training pairs, 16 validation pairs) in `tmp`, and the
 // overrides that make configs/reverse.toml train on it in about a second: D 32, one layer each,
 // 256-token batches (11 per epoch), one thread, no test set. `extra` overrides come last.
-inline std::vector<std::string> small_reverse_run(const RunTempDir& tmp, const std::string& run_dir,
+inline std::vector<std::string> small_reverse_run(const TempDir& tmp, const std::string& run_dir,
                                                   const std::vector<std::string>& extra = {}) {
   if (!fs::exists(tmp / "train.src")) {
     tmp.write("train.src", first_lines(kReverseData + "train.src", 300));
@@ -107,7 +83,7 @@ struct CliResult {
 
 // Runs the scratchformer executable with `args` (already quoted as needed) in one thread, stdin
 // from `stdin_file` (/dev/null by default), capturing stdout and stderr in files in `tmp`.
-inline CliResult run_cli(const std::string& args, const RunTempDir& tmp, const std::string& stdin_file = "/dev/null") {
+inline CliResult run_cli(const std::string& args, const TempDir& tmp, const std::string& stdin_file = "/dev/null") {
   const std::string out = tmp / "cli.stdout", err = tmp / "cli.stderr";
   const std::string cmd = "SCRATCHFORMER_NUM_THREADS=1 " + quoted(SCRATCHFORMER_BINARY) + " " + args + " <" +
                           quoted(stdin_file) + " >" + quoted(out) + " 2>" + quoted(err);

@@ -35,7 +35,7 @@ namespace {
 
 // A trained run of the small reverse task in `tmp`/run: config.toml, spm.model,
 // checkpoint-last and checkpoint-best after 4 steps.
-std::string trained_run(const RunTempDir& tmp) {
+std::string trained_run(const TempDir& tmp) {
   const std::string run = tmp / "run";
   const CliResult r =
       run_cli(train_args(small_reverse_run(tmp, run, {"train.max_steps=4", "train.valid_every=2"})), tmp);
@@ -99,7 +99,7 @@ TEST_CASE("config mistakes through the program exit 2 with one line and create n
           "[errors][config][cli]") {
   // test_config.cpp checks each message in-process and test_training.cpp runs unknown key, wrong
   // type and d_model % n_heads through the program; these are the other kinds.
-  RunTempDir tmp;
+  TempDir tmp;
   const std::string run = tmp / "run";
   const std::string required = "[data]\ntrain_src = \"" + kReverseData + "train.src\"\ntrain_tgt = \"" + kReverseData +
                                "train.tgt\"\nvalid_src = \"" + kReverseData + "valid.src\"\nvalid_tgt = \"" +
@@ -140,7 +140,7 @@ TEST_CASE("a 10 MB single line in the training corpus is filtered with a count",
   // The run peaks at ~55 MB (release); tokenising the line took 1.5 GB before it was dropped
   // unread (data::kMaxBytesPerToken). 600 MB leaves room for AddressSanitizer's shadow and quarantine.
   constexpr long kMaxResidentKb = 600 * 1024;
-  RunTempDir tmp;
+  TempDir tmp;
   const std::string run = tmp / "run";
   auto overrides = small_reverse_run(tmp, run, {"train.max_steps=2", "train.valid_every=2"});
   std::string huge = words(kLineBytes / 3);
@@ -196,7 +196,7 @@ TEST_CASE("drop_overlong_pairs drops pairs too long to tokenise and keeps the re
 TEST_CASE("damaged or mismatched checkpoints given to translate exit 2 with one line", "[errors][checkpoint][cli]") {
   // test_safetensors.cpp checks each reader message in-process; this runs the kinds of damage
   // through the program, and the mismatches only the program can see (config, tokenizer).
-  RunTempDir tmp;
+  TempDir tmp;
   const std::string run = trained_run(tmp);
   const std::string good = run + "/checkpoint-best.safetensors";
   const std::string bytes = read_bytes(good);
@@ -267,7 +267,7 @@ TEST_CASE("damaged or mismatched checkpoints given to translate exit 2 with one 
 
 TEST_CASE("resume from a damaged or mismatched checkpoint-last exits 2 and leaves it untouched",
           "[errors][checkpoint][cli]") {
-  RunTempDir tmp;
+  TempDir tmp;
   const std::string run = trained_run(tmp);
   const std::string last = run + "/checkpoint-last.safetensors";
   const std::string good = read_bytes(last);
@@ -311,7 +311,7 @@ TEST_CASE("resume from a damaged or mismatched checkpoint-last exits 2 and leave
 
 TEST_CASE("a missing or corrupt tokenizer model beside a checkpoint exits 2 with one line", "[errors][tokenizer][cli]") {
   // test_tokenizer.cpp checks Tokenizer::load's messages; here translate and --resume meet them.
-  RunTempDir tmp;
+  TempDir tmp;
   const std::string run = trained_run(tmp);
   const std::string spm = run + "/spm.model", last = run + "/checkpoint-last.safetensors";
   const std::string last_bytes = read_bytes(last);
@@ -344,7 +344,7 @@ TEST_CASE("a missing or corrupt tokenizer model beside a checkpoint exits 2 with
 
 TEST_CASE("translate keeps one output line per input line for invalid UTF-8 empty and very long lines",
           "[errors][translate][cli]") {
-  RunTempDir tmp;
+  TempDir tmp;
   const std::string run = trained_run(tmp);
   const std::string ck = run + "/checkpoint-best.safetensors";
   // lines: 1 ordinary, 2 empty, 3 invalid UTF-8 (a Latin-1 byte), 4 blank, 5 very long (20000
@@ -396,7 +396,7 @@ TEST_CASE("command lines with missing malformed or unknown options exit 2 with o
   // test_training.cpp covers train without --config, translate --bogus, translate with a missing
   // checkpoint and --resume without a checkpoint; test_classroom.cpp plot's conflicting options.
   // (translate has no conflicting options: --input FILE, or stdin when it is absent or "-".)
-  RunTempDir tmp;
+  TempDir tmp;
   const std::string x = tmp.write("x.safetensors", "");
   struct Case {
     std::string args;

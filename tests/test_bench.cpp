@@ -153,21 +153,7 @@ std::string capture_stdout(F&& f) {
   return captured.str();
 }
 
-// A fresh folder under the system temp directory, removed with everything in it at scope exit.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "sf_bench_XXXXXX").string();
-    REQUIRE(mkdtemp(pattern.data()) != nullptr);
-    path = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-};
+using sf::test::TempDir;  // tests/test_util.h
 
 const std::string kSourceDir = SCRATCHFORMER_SOURCE_DIR;
 

@@ -33,21 +33,7 @@ const std::string kSourceDir = SCRATCHFORMER_SOURCE_DIR;
 const std::string kBinary = SCRATCHFORMER_BINARY;
 const std::string kReverseConfig = kSourceDir + "/configs/reverse.toml";
 
-// A fresh folder under the system temp directory, removed with everything in it at scope exit.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "sf_classroom_XXXXXX").string();
-    REQUIRE(mkdtemp(pattern.data()) != nullptr);
-    path = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-};
+using sf::test::TempDir;  // tests/test_util.h
 
 std::string read_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);

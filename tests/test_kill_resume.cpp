@@ -179,7 +179,7 @@ Kill kill_when_created(pid_t pid, int inotify_fd, const std::string& tmp_name, i
 TEST_CASE("keep_checkpoints keeps checkpoint-last and the K-1 before it also across a resume",
           "[reliability][checkpoint]") {
   // valid_every 2, so checkpoint-last is saved at steps 2, 4, 6, 8, 10 (then 12, 14 resumed).
-  RunTempDir tmp;
+  TempDir tmp;
   const std::string run = tmp / "run";
   auto overrides = [&](std::int64_t max_steps, std::int64_t keep) {
     return small_reverse_run(tmp, run, {"model.dropout=0", "train.valid_every=2", "train.max_steps=" + std::to_string(max_steps),
@@ -217,7 +217,7 @@ TEST_CASE("keep_checkpoints keeps checkpoint-last and the K-1 before it also acr
 
 TEST_CASE("keep_checkpoints deletes nothing when the new checkpoint-last cannot be written",
           "[reliability][checkpoint][errors]") {
-  RunTempDir tmp;
+  TempDir tmp;
   const std::string run = tmp / "run";
   const auto overrides = small_reverse_run(tmp, run, {"model.dropout=0", "train.valid_every=2", "train.max_steps=6",
                                                       "run.keep_checkpoints=2"});
@@ -251,7 +251,7 @@ TEST_CASE("SIGKILL at random moments and during checkpoint writes never loses th
   constexpr int kRandomTrials = kSanitized ? 3 : 8;
   constexpr double kLatestKill = 0.9;  // of the uninterrupted run's duration (a run may be faster)
   constexpr std::uint32_t kSeed = 20261129;
-  RunTempDir tmp;
+  TempDir tmp;
   auto overrides = [&](const std::string& run) {
     return small_reverse_run(tmp, run, {"train.valid_every=3", "train.max_steps=" + std::to_string(kSteps),
                                         "train.best_metric=loss", "run.keep_checkpoints=3"});
@@ -389,7 +389,7 @@ CliResult run_with_file_size_limit(const std::string& args, rlim_t max_file_byte
 
 TEST_CASE("a checkpoint write that fails like a full disk keeps the previous checkpoint and says so",
           "[reliability][errors]") {
-  RunTempDir tmp;
+  TempDir tmp;
   const std::string run = tmp / "run";
   const auto overrides = small_reverse_run(tmp, run, {"model.dropout=0", "train.valid_every=2", "train.max_steps=4"});
   REQUIRE(run_training(overrides, false, tmp / "a.log") == 0);
@@ -414,7 +414,7 @@ TEST_CASE("a checkpoint write that fails like a full disk keeps the previous che
 }
 
 TEST_CASE("an unwritable run directory is reported before training starts", "[reliability][errors]") {
-  RunTempDir tmp;
+  TempDir tmp;
   SECTION("no file can be written (file size limit 0, like a full disk)") {
     const std::string run = tmp / "run";
     const CliResult r = run_with_file_size_limit(train_args(small_reverse_run(tmp, run)), 0);

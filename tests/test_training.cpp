@@ -134,29 +134,7 @@ bool same_bits(const Tensor& a, const Tensor& b) {
   return std::memcmp(ca.raw_data(), cb.raw_data(), static_cast<std::size_t>(ca.numel()) * dtype_size(ca.dtype())) == 0;
 }
 
-// A fresh folder under the system temp directory, removed with everything in it at scope exit.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "sf_training_XXXXXX").string();
-    REQUIRE(mkdtemp(pattern.data()) != nullptr);
-    path = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  // Writes `text` to the file `name` in this folder and returns its path.
-  std::string write(const std::string& name, const std::string& text) const {
-    const fs::path p = path / name;
-    fs::create_directories(p.parent_path());
-    std::ofstream(p, std::ios::binary) << text;
-    return p.string();
-  }
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
-};
+using sf::test::TempDir;  // tests/test_util.h
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

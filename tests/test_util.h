@@ -1,7 +1,12 @@
 // Shared helpers for the tests: random inputs and a gradcheck assertion that prints why.
 #pragma once
 
+#include <stdlib.h>  // mkdtemp
+
 #include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <string>
 
 #include "autograd/generator.h"
 #include "autograd/gradcheck.h"
@@ -48,5 +53,29 @@ inline double max_rel_diff(const Tensor& a, const Tensor& b, double floor = 1e-6
     m = std::max(m, std::abs(va[i] - vb[i]) / std::max(std::abs(vb[i]), floor));
   return m;
 }
+
+// A fresh folder under the system temp directory, removed with everything in it at scope exit.
+struct TempDir {
+  std::filesystem::path path;
+  explicit TempDir(const std::string& prefix = "sf_test") {
+    std::string pattern = (std::filesystem::temp_directory_path() / (prefix + "_XXXXXX")).string();
+    REQUIRE(mkdtemp(pattern.data()) != nullptr);
+    path = pattern;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  // Writes `bytes` to the file `name` in this folder (creating sub-folders) and returns its path.
+  std::string write(const std::string& name, const std::string& bytes) const {
+    const std::filesystem::path p = path / name;
+    std::filesystem::create_directories(p.parent_path());
+    std::ofstream(p, std::ios::binary) << bytes;
+    return p.string();
+  }
+  std::string operator/(const std::string& name) const { return (path / name).string(); }
+};
 
 }  // namespace sf::test

@@ -19,26 +19,7 @@ using sf::train::Config;
 using sf::train::ConfigError;
 using sf::train::load_config;
 
-// A fresh folder under the system temp directory, removed with everything in it at scope exit.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "sf_config_XXXXXX").string();
-    REQUIRE(mkdtemp(pattern.data()) != nullptr);
-    path = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  // Writes `text` to the file `name` in this folder and returns its path.
-  std::string write(const std::string& name, const std::string& text) const {
-    const fs::path p = path / name;
-    fs::create_directories(p.parent_path());
-    std::ofstream(p) << text;
-    return p.string();
-  }
-};
+using sf::test::TempDir;  // tests/test_util.h
 
 // The smallest valid config: only the required keys.
 const std::string kRequired = R"([data]

@@ -17,26 +17,7 @@ using sf::data::CorpusError;
 
 namespace {
 
-// A fresh directory under the system's temp dir, removed with everything in it at scope exit.
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& name)
-      : path(fs::temp_directory_path() /
-             ("scratchformer-" + name + "-" + std::to_string(::getpid()))) {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  }
-  // Writes `bytes` exactly (no newline added) to a file in the directory; returns its path.
-  std::string write(const std::string& file, const std::string& bytes) const {
-    const fs::path p = path / file;
-    std::ofstream(p, std::ios::binary) << bytes;
-    return p.string();
-  }
-};
+using sf::test::TempDir;  // tests/test_util.h
 
 const std::string kCorpora = SCRATCHFORMER_CORPORA;
 

@@ -200,23 +200,7 @@ Rgb parse_hex(const std::string& hex) {
     REQUIRE(problem_.empty());         \
   } while (0)
 
-// A fresh folder under the system temp directory, removed with everything in it at scope exit.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "sf_plots_XXXXXX").string();
-    REQUIRE(mkdtemp(pattern.data()) != nullptr);
-    path = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string write(const std::string& name, const std::string& text) const {
-    std::ofstream((path / name).string(), std::ios::binary) << text;
-    return (path / name).string();
-  }
-};
+using sf::test::TempDir;  // tests/test_util.h
 
 std::string read_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -31,6 +31,7 @@
 #include "data/batcher.h"
 #include "data/tokenizer.h"
 #include "nn/seq2seq.h"
+#include "run_util.h"
 #include "test_util.h"
 #include "train/checkpoint.h"
 #include "train/config.h"
@@ -134,24 +135,9 @@ bool same_bits(const Tensor& a, const Tensor& b) {
   return std::memcmp(ca.raw_data(), cb.raw_data(), static_cast<std::size_t>(ca.numel()) * dtype_size(ca.dtype())) == 0;
 }
 
-using sf::test::TempDir;  // tests/test_util.h
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-// The first `n` lines of a file, each ending in '\n'.
-std::string first_lines(const std::string& path, int n) {
-  std::ifstream in(path);
-  std::string line, out;
-  for (int i = 0; i < n && std::getline(in, line); ++i) out += line + "\n";
-  return out;
-}
-
-const std::string kSourceDir = SCRATCHFORMER_SOURCE_DIR;
-const std::string kReverseConfig = kSourceDir + "/configs/reverse.toml";
-const std::string kReverseData = kSourceDir + "/data/corpora/reverse/";
+// TempDir, read_file, first_lines, kReverseConfig, kReverseData, small_reverse_run, run_cli and
+// check_one_line_error: tests/test_util.h and tests/run_util.h
+using namespace sf::test;
 
 }  // namespace
 
@@ -424,35 +410,13 @@ TEST_CASE("checkpoint round trip restores weights optimizer and RNG and training
 
 namespace {
 
-// A small copy of the reverse corpus (300 training pairs, 16 validation pairs) in `tmp`, and the
-// overrides that make configs/reverse.toml train on it quickly: D 32, one layer each, dropout 0.1
-// on (so a resumed run must restore the RNG), 256-token batches (11 per epoch), one thread,
-// no test set. `extra` overrides come last.
+// The small reverse run of tests/run_util.h (300 training pairs, D 32, one layer each, dropout
+// 0.1, 256-token batches, one thread, no test set), with attention dropout on as well, so a
+// resumed run must restore the RNG. `extra` overrides come last.
 std::vector<std::string> small_run(const TempDir& tmp, const std::string& run_dir, const std::vector<std::string>& extra) {
-  if (!fs::exists(tmp / "train.src")) {
-    tmp.write("train.src", first_lines(kReverseData + "train.src", 300));
-    tmp.write("train.tgt", first_lines(kReverseData + "train.tgt", 300));
-    tmp.write("valid.src", first_lines(kReverseData + "valid.src", 16));
-    tmp.write("valid.tgt", first_lines(kReverseData + "valid.tgt", 16));
-  }
-  std::vector<std::string> o = {"run.dir=" + run_dir,
-                                "data.train_src=" + tmp / "train.src",
-                                "data.train_tgt=" + tmp / "train.tgt",
-                                "data.valid_src=" + tmp / "valid.src",
-                                "data.valid_tgt=" + tmp / "valid.tgt",
-                                "data.test_src=\"\"",
-                                "data.test_tgt=\"\"",
-                                "data.batch_tokens=256",
-                                "model.d_model=32",
-                                "model.d_ff=64",
-                                "model.encoder_layers=1",
-                                "model.decoder_layers=1",
-                                "model.dropout=0.1",
-                                "model.attention_dropout=0.1",
-                                "run.threads=1",
-                                "train.log_every=5"};
+  std::vector<std::string> o = {"model.attention_dropout=0.1"};
   o.insert(o.end(), extra.begin(), extra.end());
-  return o;
+  return small_reverse_run(tmp, run_dir, o);
 }
 
 void run_training(const std::vector<std::string>& overrides, bool resume) {
@@ -555,37 +519,6 @@ TEST_CASE("a run stopped at an epoch end resumes bit for bit under the cosine sc
 // ---- the command line ---------------------------------------------------------------------
 
 namespace {
-
-struct CliResult {
-  int status = -1;  // exit status, -1 if the program did not exit normally
-  std::string out, err;
-};
-
-std::string quoted(const std::string& s) { return "'" + s + "'"; }
-
-// Runs the scratchformer executable with `args` (already quoted as needed), stdin from /dev/null,
-// capturing stdout and stderr in files in `tmp`.
-CliResult run_cli(const std::string& args, const TempDir& tmp) {
-  const std::string out = tmp / "cli.stdout", err = tmp / "cli.stderr";
-  const std::string cmd = quoted(SCRATCHFORMER_BINARY) + " " + args + " </dev/null >" + quoted(out) + " 2>" + quoted(err);
-  const int rc = std::system(cmd.c_str());
-  CliResult r;
-  r.status = rc != -1 && WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-  r.out = read_file(out);
-  r.err = read_file(err);
-  return r;
-}
-
-// Exit status 2 and exactly one line on stderr, "scratchformer: error: ...", containing each of
-// `parts`.
-void check_one_line_error(const CliResult& r, const std::vector<std::string>& parts) {
-  INFO("stderr: " << r.err);
-  CHECK(r.status == 2);
-  CHECK(r.err.rfind("scratchformer: error: ", 0) == 0);
-  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
-  CHECK((!r.err.empty() && r.err.back() == '\n'));
-  for (const auto& part : parts) CHECK_THAT(r.err, Contains(part));
-}
 
 // A config's required keys, with the real reverse corpus and a run directory in `tmp`.
 std::string required_keys(const TempDir& tmp) {

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "autograd/block_cache.h"
 #include "autograd/generator.h"
 #include "autograd/kernels.h"
 #include "autograd/memory_stats.h"
@@ -131,15 +132,22 @@ void count_allocated(std::size_t n) {
 MemoryStats memory_stats() { return {g_live_bytes.load(), g_peak_bytes.load()}; }
 void reset_peak_memory() { g_peak_bytes.store(g_live_bytes.load()); }
 
+// Big blocks (the logits and their gradient) go through block_cache.h, which reuses them from
+// one step to the next instead of taking fresh pages from the kernel; the rest is malloc's.
 Storage::Storage(std::size_t n) : nbytes(n) {
-  const std::size_t rounded = (n + 63) / 64 * 64;
-  data = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
-  if (!data) throw std::bad_alloc();
+  if (n >= block_cache::kMinBytes) {
+    data = block_cache::allocate(n, &capacity);
+  } else {
+    const std::size_t rounded = (n + 63) / 64 * 64;
+    data = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
+    if (!data) throw std::bad_alloc();
+  }
   count_allocated(nbytes);
 }
 
 Storage::~Storage() {
-  std::free(data);
+  if (capacity > 0) block_cache::release(data, capacity);
+  else std::free(data);
   g_live_bytes.fetch_sub(static_cast<std::int64_t>(nbytes));
 }
 

@@ -1,7 +1,9 @@
 #include "train/optim.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <vector>
 
 #include "autograd/kernels.h"
 #include "autograd/node.h"
@@ -54,37 +56,65 @@ Adam::Adam(NamedParameters params, double beta1, double beta2, double eps, doubl
   }
 }
 
+namespace {
+
+// The numbers one Adam step shares across all parameter tensors.
+struct AdamStepConstants {
+  double lr = 0, beta1 = 0, beta2 = 0, eps = 0, weight_decay = 0;
+  bool decoupled = false;
+  double bias_correction1 = 1, bias_correction2 = 1;  // 1 - b1^t, 1 - b2^t
+};
+
+// One Adam update of one parameter tensor, element by element (n elements, all contiguous):
+//   g <- g + wd * w                 (Adam's L2 penalty, when not decoupled)
+//   m <- b1 m + (1 - b1) g          first moment
+//   v <- b2 v + (1 - b2) g^2        second moment
+//   w <- w - lr wd w                (AdamW's decay, when decoupled)
+//   w <- w - step_size * m / (sqrt(v) / sqrt(bc2) + eps),   step_size = lr / bc1
+// with the bias corrections bc1 = 1 - b1^t, bc2 = 1 - b2^t. This is PyTorch's arrangement of
+// the formula. It runs in the parameter's own dtype (float32 for a float32 model, as PyTorch
+// does), so the compiler can vectorise the loop: 8-16 floats per instruction, sqrt and divide
+// included (measured on the bench: 47 ms per step in double, see the closing note of #5).
+template <class T>
+void adam_update(T* w, const T* grad, T* m_state, T* v_state, std::int64_t n, const AdamStepConstants& c) {
+  const T b1 = static_cast<T>(c.beta1), b2 = static_cast<T>(c.beta2), eps = static_cast<T>(c.eps);
+  const T one_minus_b1 = static_cast<T>(1 - c.beta1), one_minus_b2 = static_cast<T>(1 - c.beta2);
+  const T l2 = c.decoupled ? T(0) : static_cast<T>(c.weight_decay);
+  const T keep = c.decoupled ? static_cast<T>(1 - c.lr * c.weight_decay) : T(1);  // AdamW: w *= 1 - lr wd
+  const T step_size = static_cast<T>(c.lr / c.bias_correction1);
+  const T inv_sqrt_bc2 = static_cast<T>(1 / std::sqrt(c.bias_correction2));
+#pragma omp parallel for simd schedule(static) if (n > 65536)
+  for (std::int64_t k = 0; k < n; ++k) {
+    const T g = grad[k] + l2 * w[k];
+    const T m = b1 * m_state[k] + one_minus_b1 * g;
+    const T v = b2 * v_state[k] + one_minus_b2 * g * g;
+    m_state[k] = m;
+    v_state[k] = v;
+    w[k] = keep * w[k] - step_size * m / (std::sqrt(v) * inv_sqrt_bc2 + eps);
+  }
+}
+
+}  // namespace
+
 void Adam::step(double lr) {
   NoGradGuard no_grad;
   ++steps_;
-  const double bc1 = 1.0 - std::pow(beta1_, static_cast<double>(steps_));
-  const double bc2 = 1.0 - std::pow(beta2_, static_cast<double>(steps_));
+  AdamStepConstants c;
+  c.lr = lr;
+  c.beta1 = beta1_;
+  c.beta2 = beta2_;
+  c.eps = eps_;
+  c.weight_decay = weight_decay_;
+  c.decoupled = decoupled_;
+  c.bias_correction1 = 1.0 - std::pow(beta1_, static_cast<double>(steps_));
+  c.bias_correction2 = 1.0 - std::pow(beta2_, static_cast<double>(steps_));
   for (std::size_t i = 0; i < params_.size(); ++i) {
     const Tensor& p = params_[i].second;
     Tensor g = grad_of(p);
     if (!g.defined()) continue;
     dispatch_float(p.dtype(), "Adam::step", [&](auto tag) {
       using T = decltype(tag);
-      T* pp = p.data<T>();
-      const T* pg = g.data<T>();
-      T* pm = m_[i].data<T>();
-      T* pv = v_[i].data<T>();
-      const std::int64_t n = p.numel();
-      const double b1 = beta1_, b2 = beta2_, eps = eps_, wd = weight_decay_;
-      const bool decoupled = decoupled_;
-#pragma omp parallel for if (n > 65536)
-      for (std::int64_t k = 0; k < n; ++k) {
-        double grad = pg[k];
-        if (wd != 0 && !decoupled) grad += wd * pp[k];  // Adam's L2 penalty goes into the gradient
-        const double m = b1 * pm[k] + (1 - b1) * grad;
-        const double v = b2 * pv[k] + (1 - b2) * grad * grad;
-        pm[k] = static_cast<T>(m);
-        pv[k] = static_cast<T>(v);
-        double w = pp[k];
-        if (wd != 0 && decoupled) w -= lr * wd * w;  // AdamW: decay the weight directly
-        w -= lr * (m / bc1) / (std::sqrt(v / bc2) + eps);
-        pp[k] = static_cast<T>(w);
-      }
+      adam_update<T>(p.data<T>(), g.data<T>(), m_[i].data<T>(), v_[i].data<T>(), p.numel(), c);
     });
   }
 }
@@ -155,6 +185,32 @@ void SGD::load_state(const std::map<std::string, Tensor>& state) {
 
 // ---------------------------------------------------------------- clipping
 
+namespace {
+
+// sum_k x[k]^2 in double. The n elements are cut into fixed chunks of kChunk; the chunks run on
+// the threads, each summed in SIMD lanes, and their sums are added in chunk order, so the result
+// is the same for any thread count (it depends only on n). The embedding's gradient alone is 2M
+// numbers in the bench model.
+template <class T>
+double sum_of_squares(const T* x, std::int64_t n) {
+  constexpr std::int64_t kChunk = 16384;
+  const std::int64_t chunks = (n + kChunk - 1) / kChunk;
+  std::vector<double> partial(static_cast<std::size_t>(chunks), 0.0);
+#pragma omp parallel for schedule(static) if (chunks > 4)
+  for (std::int64_t c = 0; c < chunks; ++c) {
+    const std::int64_t begin = c * kChunk, end = std::min(n, begin + kChunk);
+    double s = 0;
+#pragma omp simd reduction(+ : s)
+    for (std::int64_t k = begin; k < end; ++k) s += static_cast<double>(x[k]) * static_cast<double>(x[k]);
+    partial[static_cast<std::size_t>(c)] = s;
+  }
+  double total = 0;
+  for (double s : partial) total += s;
+  return total;
+}
+
+}  // namespace
+
 double clip_grad_norm(const NamedParameters& params, double max_norm) {
   NoGradGuard no_grad;
   double total = 0;
@@ -163,10 +219,7 @@ double clip_grad_norm(const NamedParameters& params, double max_norm) {
     if (!g.defined()) continue;
     dispatch_float(g.dtype(), "clip_grad_norm", [&](auto tag) {
       using T = decltype(tag);
-      const T* pg = g.data<T>();
-      double s = 0;
-      for (std::int64_t k = 0, n = g.numel(); k < n; ++k) s += static_cast<double>(pg[k]) * pg[k];
-      total += s;
+      total += sum_of_squares(g.data<T>(), g.numel());
     });
   }
   const double norm = std::sqrt(total);
@@ -187,7 +240,10 @@ void scale_grads(const NamedParameters& params, double factor) {
     dispatch_float(g.dtype(), "scale_grads", [&](auto tag) {
       using T = decltype(tag);
       T* pg = g.data<T>();
-      for (std::int64_t k = 0, n = g.numel(); k < n; ++k) pg[k] = static_cast<T>(pg[k] * factor);
+      const std::int64_t n = g.numel();
+      const T f = static_cast<T>(factor);
+#pragma omp parallel for simd schedule(static) if (n > 65536)
+      for (std::int64_t k = 0; k < n; ++k) pg[k] *= f;
     });
   }
 }

@@ -11,7 +11,7 @@
 // Each element of C is still computed by one BLAS call over the whole K, so splitting changes
 // no sum into partial sums; with one thread it is exactly one BLAS call, as before.
 //
-//   c (m,n), row-major with row stride ldc  =  op(a) (m,k) @ op(b) (k,n)
+//   c (m,n), row-major with row stride ldc  =  op(a) (m,k) @ op(b) (k,n)   [+ c, with accumulate]
 //   op(a) = a (row-major, row stride lda) or, with trans_a, the transpose of a row-major (k,m) a.
 #pragma once
 
@@ -19,10 +19,12 @@
 
 namespace sf {
 
+// accumulate = true adds the product to what c holds (BLAS's beta = 1): Linear starts c as the
+// bias, rows repeated, so the bias costs no pass of its own (ops_linear.cpp).
 void gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c,
-          int ldc);
+          int ldc, bool accumulate = false);
 void gemm(bool trans_a, bool trans_b, int m, int n, int k, const double* a, int lda, const double* b, int ldb,
-          double* c, int ldc);
+          double* c, int ldc, bool accumulate = false);
 
 // Products with fewer multiply-adds (m*n*k) than this run as one call on the calling thread
 // (OpenBLAS makes the same choice for its own threads: 4 * 65536).

@@ -47,6 +47,12 @@ Tensor matmul(const Tensor& a, const Tensor& b);
 // The naive reference: a triple loop over the same shapes (tests compare against it).
 Tensor matmul_naive(const Tensor& a, const Tensor& b);
 
+// ---- ops_linear.cpp ----
+// x (..., in) @ weight (out, in)^T + bias (out) -> (..., out); bias may be undefined. One node
+// and one BLAS call (the bias is the call's starting value): the same function as
+// add(matmul(x, transpose(weight, 0, 1)), bias).
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
+
 // ---- ops_reduce.cpp ----
 Tensor sum(const Tensor& x);  // all elements -> 0-d
 Tensor sum(const Tensor& x, const std::vector<std::int64_t>& dims, bool keepdim = false);

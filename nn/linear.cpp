@@ -20,9 +20,10 @@ Tensor Linear::forward(const Tensor& x) const {
   if (x.dim() < 1 || x.size(-1) != in_features)
     throw std::invalid_argument("Linear: expected input (..., " + std::to_string(in_features) + "), got " +
                                 shape_str(x.shape()));
-  Tensor y = matmul(x, weight.transpose(0, 1));  // (..., out): the transpose is a view, BLAS flips a flag
-  if (bias.defined()) y = add(y, bias);          // bias broadcasts over (...)
-  return run_forward_hooks(y);                   // trace mode sees y (nn/module.h)
+  // y = x @ weight^T + bias: (..., in) -> (..., out), one op (autograd/ops_linear.cpp), the
+  // same function as add(matmul(x, weight.transpose(0, 1)), bias) in one BLAS call
+  Tensor y = linear(x, weight, bias);
+  return run_forward_hooks(y);  // trace mode sees y (nn/module.h)
 }
 
 }  // namespace sf::nn

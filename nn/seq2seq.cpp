@@ -115,7 +115,7 @@ Tensor Seq2SeqTransformer::embed(const Embedding& table, const Module* positions
 // h: (B,T,D) -> (B,T,V)
 Tensor Seq2SeqTransformer::project(const Tensor& h) const {
   if (output_proj) return output_proj->forward(h);
-  return matmul(h, transpose(tgt_embed->weight, 0, 1));  // tied: h E^T, (B,T,D) @ (D,V)
+  return linear(h, tgt_embed->weight);  // tied: h E^T, (B,T,D) @ (D,V); no bias (autograd/ops_linear.cpp)
 }
 
 // src: (B,S) int64 -> memory (B,S,D), src_mask (B,1,1,S)

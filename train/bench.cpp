@@ -91,15 +91,16 @@ double feed_forward_flops(const nn::ModelConfig& m, double rows) {
 
 // ---- the gemm list -------------------------------------------------------------------------
 
-// A Linear (in -> out) on x: (rows, in), as MatMul issues it for x @ W^T with W: (out, in):
-//   forward      x (rows,in) @ W^T (in,out)      W^T is a transposed view: flag T
+// A Linear (in -> out) on x: (rows, in), as the linear op issues it (autograd/ops_linear.cpp)
+// for x @ W^T + bias with W: (out, in):
+//   forward      x (rows,in) @ W^T (in,out)      W read with flag T; with a bias, added onto it (beta 1)
 //   grad input   g (rows,out) @ W (out,in)
-//   grad weight  x^T (in,rows) @ g (rows,out)    the gradient of W^T, transposed afterwards
+//   grad weight  g^T (out,rows) @ x (rows,in)    g read with flag T
 void add_linear(std::vector<GemmCall>& calls, const std::string& name, std::int64_t rows, std::int64_t in,
-                std::int64_t out) {
-  calls.push_back({rows, out, in, false, true, 1, name + " forward"});
+                std::int64_t out, bool bias = true) {
+  calls.push_back({rows, out, in, false, true, 1, name + " forward", bias});
   calls.push_back({rows, in, out, false, false, 1, name + " grad input"});
-  calls.push_back({in, out, rows, true, false, 1, name + " grad weight"});
+  calls.push_back({out, in, rows, true, false, 1, name + " grad weight"});
 }
 
 // Attention over `pairs` (batch, head) pairs: one gemm per pair and product (the batch dims do
@@ -198,7 +199,8 @@ struct GemmBuffers {
 void run_gemm(const GemmCall& g, GemmBuffers& buf) {
   const int m = static_cast<int>(g.m), n = static_cast<int>(g.n), k = static_cast<int>(g.k);
   const int lda = std::max(1, g.trans_a ? m : k), ldb = std::max(1, g.trans_b ? k : n);
-  gemm(g.trans_a, g.trans_b, m, n, k, buf.a.data(), lda, buf.b.data(), ldb, buf.c.data(), std::max(1, n));
+  gemm(g.trans_a, g.trans_b, m, n, k, buf.a.data(), lda, buf.b.data(), ldb, buf.c.data(), std::max(1, n),
+       g.accumulate);
 }
 
 // All g.count calls of `g`, as the step makes them: small slices (attention's per-head products)
@@ -422,7 +424,8 @@ std::vector<GemmCall> training_step_gemms(const nn::ModelConfig& m, std::int64_t
     add_feed_forward(calls, m, name + ".ffn", batch * tgt_len);
   }
   // h @ E^T (tied) or h @ W^T (output_proj): the same three products as a Linear
-  add_linear(calls, m.tie_output ? "output projection (tied)" : "output_proj", batch * tgt_len, m.d_model, m.tgt_vocab);
+  add_linear(calls, m.tie_output ? "output projection (tied)" : "output_proj", batch * tgt_len, m.d_model, m.tgt_vocab,
+             /*bias=*/false);
   return calls;
 }
 

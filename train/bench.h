@@ -138,6 +138,7 @@ struct GemmCall {
   bool trans_a = false, trans_b = false;
   std::int64_t count = 1;
   std::string what;  // e.g. "decoder.1.cross_attn.k_proj grad weight"
+  bool accumulate = false;  // adds onto C (beta = 1): a Linear's forward, C starting as the bias
   double flops() const { return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) *
                                 static_cast<double>(count); }
   // The slices of a batched product small enough for small_gemm (autograd/small_gemm.h) rather

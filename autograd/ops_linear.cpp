@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "autograd/exercise.h"
 #include "autograd/gemm.h"
 #include "autograd/kernels.h"
 #include "autograd/node.h"
@@ -98,6 +99,7 @@ struct Linear final : Node {
   }
 
   std::vector<Tensor> backward(const Tensor& grad_out) override {
+    SF_EXERCISE(Linear);  // exercise mode: see autograd/exercise.h
     const Shape& x_shape = input_shapes[0];
     const std::int64_t out = input_shapes[1][0], in = input_shapes[1][1];
     const std::int64_t rows = shape_numel(x_shape) / std::max<std::int64_t>(in, 1);

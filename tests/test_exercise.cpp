@@ -55,7 +55,7 @@ TEST_CASE("in a normal build no exercise is compiled in and backward runs", "[ex
   CHECK_FALSE(exercise::kExercises.empty());
 #else
   CHECK(exercise::kExercises.empty());
-  for (const char* op : {"MatMul", "Softmax", "LayerNorm", "Embedding", "CrossEntropy", "Relu"})
+  for (const char* op : {"MatMul", "Linear", "Softmax", "LayerNorm", "Embedding", "CrossEntropy", "Relu"})
     CHECK_FALSE(exercise::listed(exercise::kExercises, op));
   Generator gen(1);
   Tensor x = randn({2, 3}, gen).requires_grad_();

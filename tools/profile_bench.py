@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""Where a training step's time goes: `perf record` of `scratchformer bench`, training steps only.
+
+    tools/profile_bench.py [--threads 1] [--steps 6] [--top 25] [--binary build/release/scratchformer]
+
+Runs `perf record -g` on `scratchformer bench --config configs/bench.toml --decode-sentences 0`,
+keeps the samples taken during the training steps (from the first to the last sample whose call
+stack shows the step function; BLAS's own frames carry no stack, so the cut is by time) and prints the functions they were
+in, as a share of those samples, grouped as BLAS (OpenBLAS's sgemm kernels and packing), the
+small attention products (small_gemm), scratchformer's own kernels, and the kernel/libc rest.
+Needs Linux perf (Debian: apt-get install linux-perf) and permission to use it
+(/proc/sys/kernel/perf_event_paranoid <= 1, or root). Python standard library only.
+"""
+import argparse
+import collections
+import os
+import subprocess
+import sys
+import tempfile
+
+
+def parse_samples(script_text):
+    """perf script output -> [(time, [frame symbol, ...innermost first])]."""
+    samples = []
+    for block in script_text.split("\n\n"):
+        lines = [l.strip() for l in block.strip().split("\n") if l.strip()]
+        if len(lines) < 2:
+            continue
+        header = lines[0].split()
+        times = [w[:-1] for w in header if w.endswith(":") and w[:-1].replace(".", "").isdigit()]
+        if not times:
+            continue
+        frames = [" ".join(l.split()[1:]).split("+0x")[0] for l in lines[1:]]
+        samples.append((float(times[0]), frames))
+    return samples
+
+
+def group_of(symbol):
+    if symbol.startswith("sgemm_") or symbol.startswith("dgemm_") or "memset" in symbol:
+        return "BLAS (sgemm kernels, packing, zeroing C)"
+    if "small_gemm" in symbol:
+        return "attention's small products (small_gemm)"
+    if symbol.startswith("sf::"):
+        return "scratchformer kernels"
+    return "kernel, libc, other"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--binary", default="build/release/scratchformer")
+    ap.add_argument("--config", default="configs/bench.toml")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--steps", type=int, default=6)
+    ap.add_argument("--top", type=int, default=25)
+    args = ap.parse_args()
+    if not os.path.exists(args.binary):
+        sys.exit(f"profile_bench: no binary at {args.binary} (build it first: cmake --build --preset release)")
+    with tempfile.TemporaryDirectory() as tmp:
+        data = os.path.join(tmp, "perf.data")
+        cmd = ["perf", "record", "-g", "-o", data, args.binary, "bench", "--config", args.config, "--steps",
+               str(args.steps), "--warmup", "1", "--decode-sentences", "0", "--threads", str(args.threads)]
+        try:
+            run = subprocess.run(cmd, capture_output=True, text=True)
+        except FileNotFoundError:
+            sys.exit("profile_bench: `perf` is not installed (Debian: apt-get install linux-perf)")
+        if run.returncode != 0:
+            sys.exit(f"profile_bench: perf record failed (exit {run.returncode}):\n{run.stderr[-2000:]}")
+        step_line = [l for l in run.stdout.splitlines() if "training step" in l or "step / floor" in l]
+        script = subprocess.run(["perf", "script", "-i", data], capture_output=True, text=True).stdout
+    samples = parse_samples(script)
+    in_step = [t for t, f in samples if any("training_step" in x or "time_training" in x for x in f)]
+    if not in_step:
+        sys.exit("profile_bench: no samples inside the training step (is the binary built with symbols, -g?)")
+    start, end = min(in_step), max(in_step)
+    chosen = [f for t, f in samples if start <= t <= end]
+    total = len(chosen)
+    by_symbol = collections.Counter(f[0] for f in chosen)
+    by_group = collections.Counter(group_of(f[0]) for f in chosen)
+    print(f"scratchformer bench, {args.threads} thread(s): {total} samples in the training steps ({end - start:.1f} s)")
+    for line in step_line:
+        print("  " + line.strip())
+    print("\nby group:")
+    for g, n in by_group.most_common():
+        print(f"  {100 * n / total:5.1f}%  {g}")
+    print(f"\ntop {args.top} functions:")
+    for s, n in by_symbol.most_common(args.top):
+        print(f"  {100 * n / total:5.1f}%  {s[:110]}")
+
+
+if __name__ == "__main__":
+    main()

@@ -9,6 +9,7 @@
 // and two numbers per row, and its backward is three short loops. The row statistics are
 // accumulated in double even for float32 (a sum of D squares loses digits in float).
 // tests/test_norm.cpp checks both ops against the same math composed from primitives.
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -56,6 +57,9 @@ Tensor column_tensor(const std::vector<double>& values, Dtype dtype) {
 
 // ---- layer norm kernels (the llm.c pair) ---------------------------------------------------
 
+// The weight and bias gradients sum over rows; threads take blocks of this many columns.
+constexpr std::int64_t kNormColumnBlock = 64;
+
 // x: (N, D), weight: (D), bias: (D) or null -> out: (N, D), mean, rstd: (N)
 //   mean = sum_d x[d] / D,  var = sum_d (x[d] - mean)^2 / D  (biased, as torch),
 //   rstd = 1 / sqrt(var + eps),  xhat = (x - mean) * rstd,  out = xhat * weight + bias
@@ -66,9 +70,11 @@ void layernorm_forward(T* out, double* mean, double* rstd, const T* x, const T* 
   for (std::int64_t n = 0; n < N; ++n) {
     const T* x_row = x + n * D;
     double m = 0;
+#pragma omp simd reduction(+ : m)
     for (std::int64_t d = 0; d < D; ++d) m += x_row[d];
     m /= static_cast<double>(D);
     double var = 0;  // two passes: subtracting the mean first keeps the squares small
+#pragma omp simd reduction(+ : var)
     for (std::int64_t d = 0; d < D; ++d) {
       const double diff = x_row[d] - m;
       var += diff * diff;
@@ -99,6 +105,7 @@ void layernorm_backward(T* dx, double* dweight, double* dbias, const T* dout, co
       const T* g_row = dout + n * D;
       const T* x_row = x + n * D;
       double dxhat_mean = 0, dxhat_xhat_mean = 0;
+#pragma omp simd reduction(+ : dxhat_mean, dxhat_xhat_mean)
       for (std::int64_t d = 0; d < D; ++d) {
         const double xhat = (x_row[d] - mean[n]) * rstd[n];
         const double dxhat = static_cast<double>(g_row[d]) * weight[d];
@@ -115,13 +122,19 @@ void layernorm_backward(T* dx, double* dweight, double* dbias, const T* dout, co
       }
     }
   }
-  if (dweight || dbias) {  // sums over rows: one thread, so the order (and result) is fixed
-    for (std::int64_t n = 0; n < N; ++n) {
-      const T* g_row = dout + n * D;
-      const T* x_row = x + n * D;
-      for (std::int64_t d = 0; d < D; ++d) {
-        if (dweight) dweight[d] += static_cast<double>(g_row[d]) * (x_row[d] - mean[n]) * rstd[n];
-        if (dbias) dbias[d] += g_row[d];
+  if (dweight || dbias) {
+    // sums over rows, threaded by blocks of columns: each column is summed over n = 0..N-1 in
+    // order by one thread, so the result does not depend on the thread count
+#pragma omp parallel for schedule(static) if (N * D > 65536)
+    for (std::int64_t d0 = 0; d0 < D; d0 += kNormColumnBlock) {
+      const std::int64_t d1 = std::min(D, d0 + kNormColumnBlock);
+      for (std::int64_t n = 0; n < N; ++n) {
+        const T* g_row = dout + n * D;
+        const T* x_row = x + n * D;
+        for (std::int64_t d = d0; d < d1; ++d) {
+          if (dweight) dweight[d] += static_cast<double>(g_row[d]) * (x_row[d] - mean[n]) * rstd[n];
+          if (dbias) dbias[d] += g_row[d];
+        }
       }
     }
   }
@@ -137,6 +150,7 @@ void rmsnorm_forward(T* out, double* rrms, const T* x, const T* weight, std::int
   for (std::int64_t n = 0; n < N; ++n) {
     const T* x_row = x + n * D;
     double ms = 0;
+#pragma omp simd reduction(+ : ms)
     for (std::int64_t d = 0; d < D; ++d) ms += static_cast<double>(x_row[d]) * x_row[d];
     ms /= static_cast<double>(D);
     const double r = 1.0 / std::sqrt(ms + eps);
@@ -159,6 +173,7 @@ void rmsnorm_backward(T* dx, double* dweight, const T* dout, const T* x, const T
       const T* g_row = dout + n * D;
       const T* x_row = x + n * D;
       double dxhat_xhat_mean = 0;
+#pragma omp simd reduction(+ : dxhat_xhat_mean)
       for (std::int64_t d = 0; d < D; ++d)
         dxhat_xhat_mean += static_cast<double>(g_row[d]) * weight[d] * x_row[d] * rrms[n];
       dxhat_xhat_mean /= static_cast<double>(D);
@@ -170,10 +185,13 @@ void rmsnorm_backward(T* dx, double* dweight, const T* dout, const T* x, const T
       }
     }
   }
-  if (dweight) {  // sum over rows on one thread: fixed order
-    for (std::int64_t n = 0; n < N; ++n)
-      for (std::int64_t d = 0; d < D; ++d)
-        dweight[d] += static_cast<double>(dout[n * D + d]) * x[n * D + d] * rrms[n];
+  if (dweight) {  // sum over rows, threaded by column blocks as in layernorm_backward
+#pragma omp parallel for schedule(static) if (N * D > 65536)
+    for (std::int64_t d0 = 0; d0 < D; d0 += kNormColumnBlock) {
+      const std::int64_t d1 = std::min(D, d0 + kNormColumnBlock);
+      for (std::int64_t n = 0; n < N; ++n)
+        for (std::int64_t d = d0; d < d1; ++d) dweight[d] += static_cast<double>(dout[n * D + d]) * x[n * D + d] * rrms[n];
+    }
   }
 }
 

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "autograd/exercise.h"
+#include "autograd/fast_exp.h"
 #include "autograd/kernels.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
@@ -32,27 +33,45 @@ namespace sf {
 
 namespace {
 
+// exp in the working precision. float32: fast_exp (autograd/fast_exp.h: inline arithmetic the
+// compiler vectorises, within 1 ulp of the correctly rounded exp); float64: std::exp, exact to
+// the last bit, which the float64 gradient checks rely on.
+inline float exp_in(float x) { return fast_exp(x); }
+inline double exp_in(double x) { return std::exp(x); }
+
 // logits: (N, V), targets: (N) -> row_loss, lse: (N) (both left untouched on ignored rows).
+// Vectorised: `omp simd reduction` lets the compiler split a row's max and sums over vector
+// lanes (16 floats with AVX-512) and combine the lanes at the end. The lane split is fixed by
+// the binary and each row is done by one thread: results do not depend on the thread count.
 template <class T>
 void cross_entropy_forward(double* row_loss, double* lse, const T* logits, const std::int64_t* targets,
                            std::int64_t N, std::int64_t V, std::int64_t ignore_index, double smoothing) {
+  // sum_exp is summed in blocks: each block in T lanes (16 terms per lane for float32, error
+  // ~1e-7 relative), the block totals in double, so 8000-term rows stay accurate. (GCC 12 does
+  // not vectorise a double sum of fast_exp's float results directly.)
+  constexpr std::int64_t kSumBlock = 256;
 #pragma omp parallel for if (N * V > 65536)
   for (std::int64_t n = 0; n < N; ++n) {
     if (targets[n] == ignore_index) continue;
     const T* row = logits + n * V;
     T m = row[0];
-    for (std::int64_t v = 1; v < V; ++v) m = std::max(m, row[v]);
-    // exp in T (float32 exp is ~1.5x cheaper than double, and as exact as a float32 loss
-    // needs); the sums in double
-    double sum_exp = 0, sum_logits = 0;
-    for (std::int64_t v = 0; v < V; ++v) {
-      sum_exp += std::exp(row[v] - m);  // every term <= 1: no overflow
-      sum_logits += row[v];
+#pragma omp simd reduction(max : m)
+    for (std::int64_t v = 1; v < V; ++v) m = row[v] > m ? row[v] : m;  // (a NaN is skipped, as by std::max)
+    double sum_exp = 0;
+    for (std::int64_t v0 = 0; v0 < V; v0 += kSumBlock) {
+      const std::int64_t v1 = std::min(v0 + kSumBlock, V);
+      T block = 0;
+#pragma omp simd reduction(+ : block)
+      for (std::int64_t v = v0; v < v1; ++v) block += exp_in(static_cast<T>(row[v] - m));  // terms <= 1
+      sum_exp += block;
     }
     lse[n] = m + std::log(sum_exp);
     const double logp_gold = row[targets[n]] - lse[n];
     row_loss[n] = -(1 - smoothing) * logp_gold;
     if (smoothing > 0) {  // skipped at 0: a -inf logit (a masked class) would give 0 * -inf = NaN
+      double sum_logits = 0;
+#pragma omp simd reduction(+ : sum_logits)
+      for (std::int64_t v = 0; v < V; ++v) sum_logits += row[v];
       const double sum_logp = sum_logits - static_cast<double>(V) * lse[n];
       row_loss[n] -= smoothing / static_cast<double>(V) * sum_logp;
     }
@@ -61,11 +80,14 @@ void cross_entropy_forward(double* row_loss, double* lse, const T* logits, const
 
 // logits: (N, V), targets, lse: (N) -> dlogits: (N, V) = scale * (softmax - q) on kept rows,
 // 0 on ignored rows. scale = g / count.
+// One vectorised pass per row treats every class as a non-gold one (q = eps / V), in T; the
+// gold class, whose q has 1 - eps more, is then rewritten once, in double.
 template <class T>
 void cross_entropy_backward(T* dlogits, const T* logits, const std::int64_t* targets, const double* lse,
                             std::int64_t N, std::int64_t V, std::int64_t ignore_index, double smoothing,
                             double scale) {
   const double q_floor = smoothing / static_cast<double>(V);  // q on every non-gold class
+  const T scale_t = static_cast<T>(scale), q_floor_t = static_cast<T>(q_floor);
 #pragma omp parallel for if (N * V > 65536)
   for (std::int64_t n = 0; n < N; ++n) {
     T* d_row = dlogits + n * V;
@@ -74,11 +96,13 @@ void cross_entropy_backward(T* dlogits, const T* logits, const std::int64_t* tar
       continue;
     }
     const T* row = logits + n * V;
-    for (std::int64_t v = 0; v < V; ++v) {
-      const double p = std::exp(static_cast<T>(row[v] - lse[n]));  // softmax, from the saved lse
-      const double q = q_floor + (v == targets[n] ? 1 - smoothing : 0.0);
-      d_row[v] = static_cast<T>(scale * (p - q));
-    }
+    const T lse_t = static_cast<T>(lse[n]);
+#pragma omp simd
+    for (std::int64_t v = 0; v < V; ++v)  // softmax from the saved lse, minus the floor of q
+      d_row[v] = scale_t * (exp_in(static_cast<T>(row[v] - lse_t)) - q_floor_t);
+    const std::int64_t y = targets[n];
+    const double p_gold = exp_in(static_cast<T>(row[y] - lse[n]));
+    d_row[y] = static_cast<T>(scale * (p_gold - (q_floor + (1 - smoothing))));
   }
 }
 

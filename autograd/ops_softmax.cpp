@@ -18,8 +18,10 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "autograd/exercise.h"
+#include "autograd/fast_exp.h"
 #include "autograd/kernels.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
@@ -42,10 +44,55 @@ RowLayout row_layout(const Shape& shape, std::int64_t d) {
   return l;
 }
 
+// The float32 fast path for rows that are contiguous in memory (inner == 1: softmax over the
+// last dim, as attention and the output layer use it). The same math as the general kernel
+// below, with fast_exp (autograd/fast_exp.h, within 1 ulp of exp) and `omp simd` loops the
+// compiler vectorises: the max and the sum are split over vector lanes and the lanes combined
+// at the end, in an order fixed by the binary (each row on one thread: the same result for any
+// thread count). The sum stays in double lanes, each float term converted.
+// x, y: (rows, n) contiguous.
+void softmax_forward_rows_f32(const float* x, float* y, std::int64_t rows, std::int64_t n, bool log) {
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+#pragma omp parallel for if (rows * n > 65536)
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * n;
+    float* yr = y + r * n;
+    float m = -kInf;
+#pragma omp simd reduction(max : m)
+    for (std::int64_t j = 0; j < n; ++j) m = xr[j] > m ? xr[j] : m;  // (a NaN is skipped, as by std::max)
+    if (m == -kInf) {  // fully masked row: softmax 0, log_softmax -inf
+      std::fill(yr, yr + n, log ? -kInf : 0.0f);
+      continue;
+    }
+    // y holds exp(x - m) until the end (for log_softmax too), summed in double lanes.
+    // (Two loops: GCC 12 does not vectorise fast_exp and a double sum in one.)
+#pragma omp simd
+    for (std::int64_t j = 0; j < n; ++j) yr[j] = fast_exp(xr[j] - m);
+    double s = 0;
+#pragma omp simd reduction(+ : s)
+    for (std::int64_t j = 0; j < n; ++j) s += yr[j];
+    if (log) {
+      const float log_s = static_cast<float>(std::log(s));
+#pragma omp simd
+      for (std::int64_t j = 0; j < n; ++j) yr[j] = xr[j] - m - log_s;
+    } else {
+      const float inv_s = static_cast<float>(1.0 / s);
+#pragma omp simd
+      for (std::int64_t j = 0; j < n; ++j) yr[j] *= inv_s;
+    }
+  }
+}
+
 // y = softmax(x) (or log_softmax when `log`) along the middle axis of (outer, n, inner).
-// x, y: contiguous, outer*n*inner elements.
+// x, y: contiguous, outer*n*inner elements. The general (strided) path, with std::exp.
 template <class T>
 void softmax_forward_kernel(const T* x, T* y, RowLayout l, bool log) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (l.inner == 1) {
+      softmax_forward_rows_f32(x, y, l.outer, l.n, log);
+      return;
+    }
+  }
   const std::int64_t rows = l.outer * l.inner;
 #pragma omp parallel for if (rows * l.n > 65536)
   for (std::int64_t r = 0; r < rows; ++r) {
@@ -73,11 +120,44 @@ void softmax_forward_kernel(const T* x, T* y, RowLayout l, bool log) {
   }
 }
 
-// grad_x from the saved output y and upstream g (all contiguous, (outer, n, inner)):
+// The float32 fast path of the backward for contiguous rows (inner == 1), vectorised like
+// softmax_forward_rows_f32. y, g, gx: (rows, n) contiguous.
+void softmax_backward_rows_f32(const float* y, const float* g, float* gx, std::int64_t rows, std::int64_t n,
+                               bool log) {
+#pragma omp parallel for if (rows * n > 65536)
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* yr = y + r * n;
+    const float* gr = g + r * n;
+    float* gxr = gx + r * n;
+    double dot = 0;  // softmax: sum g*y; log_softmax: sum g (float products are exact in double)
+    if (log) {
+#pragma omp simd reduction(+ : dot)
+      for (std::int64_t j = 0; j < n; ++j) dot += gr[j];
+      const float c = static_cast<float>(dot);
+#pragma omp simd
+      for (std::int64_t j = 0; j < n; ++j) gxr[j] = gr[j] - fast_exp(yr[j]) * c;
+    } else {
+#pragma omp simd reduction(+ : dot)
+      for (std::int64_t j = 0; j < n; ++j) dot += static_cast<double>(gr[j]) * yr[j];
+      const float c = static_cast<float>(dot);
+#pragma omp simd
+      for (std::int64_t j = 0; j < n; ++j) gxr[j] = yr[j] * (gr[j] - c);
+    }
+  }
+}
+
+// grad_x from the saved output y and upstream g (all contiguous, (outer, n, inner)),
+// the general (strided) path:
 //   softmax:      grad_x_j = y_j * (g_j - sum_k g_k y_k)
 //   log_softmax:  grad_x_j = g_j - exp(y_j) * sum_k g_k        (exp(y) is the softmax)
 template <class T>
 void softmax_backward_kernel(const T* y, const T* g, T* gx, RowLayout l, bool log) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (l.inner == 1) {
+      softmax_backward_rows_f32(y, g, gx, l.outer, l.n, log);
+      return;
+    }
+  }
   const std::int64_t rows = l.outer * l.inner;
 #pragma omp parallel for if (rows * l.n > 65536)
   for (std::int64_t r = 0; r < rows; ++r) {

@@ -6,11 +6,13 @@
 // The gathers (index_select, embedding) read rows by index; their backward is the matching
 // scatter-add: each picked row's gradient is added (+=) into the row it came from, so an index
 // that appears twice receives the sum of both gradients.
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 
+#include "autograd/dropout_mask.h"
 #include "autograd/generator.h"
 #include "autograd/exercise.h"
 #include "autograd/kernels.h"
@@ -41,7 +43,7 @@ bool broadcasts_to(const Shape& from, const Shape& to) {
 }
 
 // g with zeros where cond == zero_when. g: any shape; cond: bool, broadcastable to g's shape.
-// The backward of masked_fill, where and dropout. -> out: g's shape, contiguous.
+// The backward of masked_fill and where. -> out: g's shape, contiguous.
 Tensor zero_where(const Tensor& g, const Tensor& cond, bool zero_when) {
   Tensor out = empty(g.shape(), g.dtype());
   const Shape sc = broadcast_strides(cond, g.shape());
@@ -297,13 +299,75 @@ struct Where final : Node {
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) { return Where::forward(cond, a, b); }
 
 // ---- Dropout: out = x * keep / (1 - p) ----------------------------------------------------
-// x: any shape float -> out: x's shape. keep[i] = (gen.uniform() >= p), drawn once per element
-// in row-major order, so a given generator state always gives the same mask. Scaling the kept
-// values by 1/(1-p) keeps E[out] = x, so nothing changes at evaluation time (no dropout).
-// p == 0 returns x itself and draws nothing.
+// x: any shape float -> out: x's shape. Each call draws ONE key = gen.next_u64(); then
+// keep[i] = dropout_keeps(key, i, threshold) with threshold = ceil(p * 2^32), where i is the
+// element's row-major position in x's logical shape (autograd/dropout_mask.h has the rule: a
+// splitmix64 hash of (key, i / 2) gives 64 bits, the low 32 for even i and the high 32 for odd
+// i, and keep[i] = (those 32 bits >= threshold)). So an element is dropped with probability
+// threshold / 2^32 (p rounded up to a multiple of 2^-32), a given generator state always gives
+// the same mask, the mask does not depend on the thread count, and the generator advances by
+// exactly one draw per call. Scaling the kept values by 1/(1-p) keeps E[out] = x, so nothing
+// changes at evaluation time (no dropout). p == 0 returns x itself and draws nothing.
 // Backward: grad_x = g * keep / (1 - p). Saves: keep (bool, x's shape) and the scale 1/(1-p).
+namespace {
+
+// Elements per block of the forward kernel: a block's pair hashes go into a small buffer (one
+// loop of 64-bit integer arithmetic), then its mask and output are written (a second loop).
+// Both loops vectorise; a block is one OpenMP work item.
+constexpr std::int64_t kDropoutBlock = 1024;
+
+// keep and out for the elements [begin, end) of x, begin even (a whole number of pairs before
+// it). max_dropped = threshold - 1 (fits 32 bits as 1 <= threshold <= 2^32), so
+// draw > max_dropped is exactly draw >= threshold. x, keep, out: contiguous, x's numel.
+template <class T>
+void dropout_forward_block(std::uint64_t key, std::uint32_t max_dropped, T scale, const T* x, bool* keep, T* out,
+                           std::int64_t begin, std::int64_t end) {
+  std::uint32_t draw[kDropoutBlock];  // draw[k]: the 32 random bits of element begin + k
+  const std::int64_t count = end - begin, pairs = (count + 1) / 2;
+  const std::uint64_t first_pair = static_cast<std::uint64_t>(begin) / 2;
+  for (std::int64_t j = 0; j < pairs; ++j) {
+    const std::uint64_t bits = dropout_pair_bits(key, first_pair + static_cast<std::uint64_t>(j));
+    draw[2 * j] = static_cast<std::uint32_t>(bits);            // element begin + 2j: low half
+    draw[2 * j + 1] = static_cast<std::uint32_t>(bits >> 32);  // element begin + 2j + 1: high half
+  }
+  for (std::int64_t k = 0; k < count; ++k) {
+    const bool kept = draw[k] > max_dropped;
+    keep[begin + k] = kept;
+    out[begin + k] = kept ? x[begin + k] * scale : T(0);
+  }
+}
+
+// The forward kernel: fills the mask and the output in one threaded pass over blocks. Every
+// element depends only on (key, its position), so any thread count gives the same result.
+// x, keep, out: contiguous, n elements.
+template <class T>
+void dropout_forward_kernel(std::uint64_t key, std::uint64_t threshold, T scale, const T* x, bool* keep, T* out,
+                            std::int64_t n) {
+  const auto max_dropped = static_cast<std::uint32_t>(threshold - 1);
+  const std::int64_t blocks = (n + kDropoutBlock - 1) / kDropoutBlock;
+#pragma omp parallel for schedule(static) if (n >= kParallelMinElements)
+  for (std::int64_t b = 0; b < blocks; ++b)
+    dropout_forward_block(key, max_dropped, scale, x, keep, out, b * kDropoutBlock,
+                          std::min(n, (b + 1) * kDropoutBlock));
+}
+
+// The backward kernel: grad_x = g * keep * scale in one threaded pass (0 where dropped, even if
+// g is inf or NaN there). keep, g, grad_x: contiguous, n elements.
+template <class T>
+void dropout_backward_kernel(const bool* keep, T scale, const T* g, T* grad_x, std::int64_t n) {
+  // the mask read as its bytes (a bool is stored as 0 or 1): GCC does not vectorise loads of bool
+  const auto* keep_bytes = reinterpret_cast<const unsigned char*>(keep);
+#pragma omp parallel for schedule(static) if (n >= kParallelMinElements)
+  for (std::int64_t i = 0; i < n; ++i) {
+    const T scaled = g[i] * scale;  // computed for every element, so the loop vectorises
+    grad_x[i] = keep_bytes[i] != 0 ? scaled : T(0);
+  }
+}
+
+}  // namespace
+
 struct Dropout final : Node {
-  Tensor keep;
+  Tensor keep;  // (x's shape) bool, row-major
   double scale = 1;
   const char* name() const override { return "Dropout"; }
 
@@ -316,22 +380,15 @@ struct Dropout final : Node {
     }
     if (p == 0) return x;
     const double scale = 1.0 / (1.0 - p);
+    const std::uint64_t key = gen.next_u64();  // the only draw of this call
+    const std::uint64_t threshold = dropout_threshold(p);
+    Tensor xc = contiguous(x.detach());  // element i = row-major position i of x's logical shape
     Tensor keep = empty(x.shape(), Dtype::Bool);
-    bool* pk = keep.data<bool>();
-    const std::int64_t n = x.numel();
-    // keep = (uniform() >= p), with uniform() = (u64 >> 11) / 2^53, compared as integers: the
-    // same mask from the same draws, without a conversion to double per element.
-    const std::uint64_t keep_from = static_cast<std::uint64_t>(std::ceil(p * 0x1p53));
-    for (std::int64_t i = 0; i < n; ++i) pk[i] = (gen.next_u64() >> 11) >= keep_from;
-    Tensor xc = contiguous(x.detach());
     Tensor out = empty(x.shape(), x.dtype());
     dispatch_float(x.dtype(), "dropout", [&](auto tag) {
       using T = decltype(tag);
-      const T* px = xc.data<T>();
-      T* po = out.data<T>();
-      const T s = static_cast<T>(scale);
-#pragma omp parallel for if (n > 65536)
-      for (std::int64_t i = 0; i < n; ++i) po[i] = pk[i] ? px[i] * s : T(0);
+      dropout_forward_kernel<T>(key, threshold, static_cast<T>(scale), xc.data<T>(), keep.data<bool>(),
+                                out.data<T>(), x.numel());
     });
     if (any_requires_grad({&x})) {
       auto node = std::make_shared<Dropout>();
@@ -342,7 +399,14 @@ struct Dropout final : Node {
     return out;
   }
   std::vector<Tensor> backward(const Tensor& g) override {
-    return {mul(zero_where(g, keep, /*zero_when=*/false), scale)};
+    const Tensor gc = contiguous(g);  // g may be a broadcast or transposed view
+    Tensor grad_x = empty(keep.shape(), g.dtype());
+    dispatch_float(g.dtype(), "dropout backward", [&](auto tag) {
+      using T = decltype(tag);
+      dropout_backward_kernel<T>(keep.data<bool>(), static_cast<T>(scale), gc.data<T>(), grad_x.data<T>(),
+                                 keep.numel());
+    });
+    return {grad_x};
   }
   void release_saved() override { keep = Tensor(); }
 };

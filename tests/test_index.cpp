@@ -1,9 +1,12 @@
 // Indexing and masking: index_select, embedding, masked_fill, where, eq/ne, dropout.
 // Values against plain loops, gradient checks (repeated indices, padding rows, broadcast masks,
 // a fixed dropout mask) and the error messages a student sees.
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
+#include "autograd/dropout_mask.h"
 #include "test_util.h"
 
 using namespace sf;
@@ -204,13 +207,15 @@ TEST_CASE("dropout zeroes about p of the elements and scales the rest by 1 over 
   const std::vector<double> v = y.to_vector<double>();
   // counted, then asserted once (100k REQUIREs would dominate the test's run time)
   std::int64_t zeros_count = 0, wrong_scale = 0, wrong_draw = 0;
-  Generator replay(29);  // the keep decisions are gen.uniform() >= p in row-major order
-  for (double e : v) {
+  Generator replay(29);  // the call draws one key; element i is kept by dropout_keeps(key, i, ...)
+  const std::uint64_t key = replay.next_u64(), threshold = dropout_threshold(p);
+  for (std::int64_t i = 0; i < n; ++i) {
+    const double e = v[i];
     if (e == 0)
       ++zeros_count;
     else if (e != 1.0 / (1.0 - p))  // exactly the scale: 1 * (1 / (1 - p))
       ++wrong_scale;
-    if ((e != 0) != (replay.uniform() >= p)) ++wrong_draw;
+    if ((e != 0) != dropout_keeps(key, i, threshold)) ++wrong_draw;
   }
   REQUIRE(wrong_scale == 0);
   REQUIRE(wrong_draw == 0);
@@ -234,6 +239,67 @@ TEST_CASE("dropout with the same seed gives the same mask", "[dropout]") {
   Tensor same = dropout(x, 0.0, g6);
   REQUIRE(same.impl() == x.impl());
   REQUIRE(g6.state() == before);
+}
+
+TEST_CASE("dropout draws one key per call and each call gets a new mask", "[dropout]") {
+  Generator data_gen(33);
+  const Tensor x = randn({8, 16}, data_gen, Dtype::Float32);
+  const Tensor big = ones({300, 300}, Dtype::Float32);  // above the threaded-loop size: still one draw
+  Generator gen(34);
+  Generator advanced = gen;  // a copy, advanced by hand by one next_u64() per call
+  const Tensor y1 = dropout(x, 0.5, gen);
+  const std::uint64_t key1 = advanced.next_u64();
+  REQUIRE(gen.state() == advanced.state());
+  const Tensor y2 = dropout(x, 0.5, gen);
+  const std::uint64_t key2 = advanced.next_u64();
+  REQUIRE(gen.state() == advanced.state());
+  dropout(big, 0.5, gen);
+  advanced.next_u64();
+  REQUIRE(gen.state() == advanced.state());
+  // the two masks differ, and each is the rule applied to its own key
+  const std::vector<float> v1 = y1.to_vector<float>(), v2 = y2.to_vector<float>();
+  const std::uint64_t threshold = dropout_threshold(0.5);
+  REQUIRE(threshold == 0x80000000u);  // 0.5 * 2^32 exactly
+  std::int64_t differ = 0, wrong = 0;
+  for (std::int64_t i = 0; i < x.numel(); ++i) {
+    differ += (v1[i] == 0) != (v2[i] == 0);
+    wrong += (v1[i] != 0) != dropout_keeps(key1, i, threshold);
+    wrong += (v2[i] != 0) != dropout_keeps(key2, i, threshold);
+  }
+  REQUIRE(wrong == 0);
+  // two independent masks of 128 elements at p = 0.5 agree everywhere with probability 2^-128
+  REQUIRE(differ > 0);
+}
+
+TEST_CASE("dropout threshold is p rounded up to a multiple of 2 to the -32", "[dropout]") {
+  Generator data_gen(35);
+  const Tensor x = randn({4, 64}, data_gen, Dtype::Float64);  // never exactly 0
+  // p = 1 - 2^-40 < 1 is allowed; ceil(p * 2^32) = 2^32, so every element is dropped
+  const double almost_one = 1.0 - 0x1p-40;
+  REQUIRE(dropout_threshold(almost_one) == (std::uint64_t{1} << 32));
+  Generator gen(36);
+  const std::vector<double> all_dropped = dropout(x, almost_one, gen).to_vector<double>();
+  REQUIRE(std::count(all_dropped.begin(), all_dropped.end(), 0.0) == x.numel());
+  // a tiny p rounds up to 2^-32 (threshold 1): only a draw of exactly 0 is dropped
+  REQUIRE(dropout_threshold(1e-300) == 1u);
+  Generator gen2(37), key_gen(37);
+  const std::vector<double> v = dropout(x, 1e-300, gen2).to_vector<double>();
+  const std::uint64_t key = key_gen.next_u64();
+  for (std::int64_t i = 0; i < x.numel(); ++i) REQUIRE((v[i] != 0) == dropout_keeps(key, i, 1));
+}
+
+TEST_CASE("dropout pair hashes are the splitmix64 stream of the key", "[dropout][reference]") {
+  // splitmix64 seeded with 0: its first three outputs, as published with the algorithm
+  // (Steele, Lea and Flood 2014; Vigna's splitmix64.c) and recomputed in Python.
+  REQUIRE(dropout_pair_bits(0, 0) == 0xE220A8397B1DCDAFull);
+  REQUIRE(dropout_pair_bits(0, 1) == 0x6E789E6AA1B965F4ull);
+  REQUIRE(dropout_pair_bits(0, 2) == 0x06C45D188009454Full);
+  // element 2j reads the low 32 bits of pair j, element 2j + 1 the high 32 bits
+  const std::uint64_t low = 0x7B1DCDAFull, high = 0xE220A839ull;
+  REQUIRE(dropout_keeps(0, 0, low));
+  REQUIRE_FALSE(dropout_keeps(0, 0, low + 1));
+  REQUIRE(dropout_keeps(0, 1, high));
+  REQUIRE_FALSE(dropout_keeps(0, 1, high + 1));
 }
 
 TEST_CASE("dropout gradcheck with a fixed seed", "[dropout][grad]") {

@@ -1,12 +1,13 @@
 // Tests for the threaded element-wise paths (kernels.h parallel_for_each_strided, the column
-// sums of ops_reduce.cpp) and the integer dropout threshold: each against values computed here
-// one element at a time, and bit-identical on 1 and 2 threads.
+// sums of ops_reduce.cpp) and the dropout kernels (the counter-based mask of dropout_mask.h):
+// each against values computed here one element at a time, and bit-identical on 1 and 2 threads.
 //
 // The tensors have at least kParallelMinElements elements, so the threaded paths really run.
 // Tags: [parallel] on all; [reference] where a fast path is checked against a plain loop.
 #include <cmath>
 #include <vector>
 
+#include "autograd/dropout_mask.h"
 #include "autograd/kernels.h"
 #include "autograd/threads.h"
 #include "test_util.h"
@@ -86,11 +87,49 @@ TEST_CASE("parallel sum over the leading dims matches a plain double sum", "[par
   }
 }
 
-TEST_CASE("dropout keeps exactly the elements whose uniform draw is at least p", "[parallel][reference]") {
+TEST_CASE("dropout keeps exactly the elements the counter-based rule keeps", "[parallel][reference][dropout]") {
   constexpr double kP = 0.1;
-  Generator gen(24), same(24);
-  const Tensor x = ones({1000});
-  const std::vector<float> out = dropout(x, kP, gen).to_vector<float>();
-  const float kept = static_cast<float>(1.0 / (1.0 - kP));
-  for (float v : out) REQUIRE(v == (same.uniform() >= kP ? kept : 0.0f));  // the documented rule
+  Generator data_gen(24);
+  // 301 * 257 = 77357 elements: above kParallelMinElements, and odd, so the last block of the
+  // kernel ends in half a pair (the last element uses the low half of its pair's hash).
+  const Tensor x = randn({301, 257}, data_gen);
+  REQUIRE(x.numel() >= kParallelMinElements);
+  REQUIRE(x.numel() % 2 == 1);
+  // ceil(0.1 * 2^32) = ceil(429496729.6), computed by hand
+  const std::uint64_t threshold = dropout_threshold(kP);
+  REQUIRE(threshold == 429496730u);
+  Generator key_gen(25);
+  const std::uint64_t key = key_gen.next_u64();  // the one draw dropout makes from Generator(25)
+  const auto [one, two] = on_one_and_two_threads([&] {
+    Generator gen(25);
+    return dropout(x, kP, gen);
+  });
+  REQUIRE(one == two);
+  const std::vector<float> vx = x.to_vector<float>();
+  const float scale = static_cast<float>(1.0 / (1.0 - kP));
+  std::int64_t wrong = 0, dropped = 0;  // counted, then checked once (one REQUIRE per element is slow)
+  for (std::int64_t i = 0; i < x.numel(); ++i) {
+    const bool keeps = dropout_keeps(key, i, threshold);  // the documented rule, one element at a time
+    wrong += one[i] != (keeps ? static_cast<double>(vx[i] * scale) : 0.0);
+    dropped += !keeps;
+  }
+  REQUIRE(wrong == 0);
+  REQUIRE(dropped > 0);  // the rule really dropped something (so the comparison above can fail)
+
+  // backward, with a transposed (non-contiguous) incoming gradient: g * keep / (1 - p)
+  Tensor xg = x.detach();
+  xg.requires_grad_();
+  const Tensor g_t = randn({257, 301}, data_gen);  // g = g_t^T, a view
+  const auto [g1, g2] = on_one_and_two_threads([&] {
+    xg.zero_grad();
+    Generator gen(25);
+    dropout(xg, kP, gen).backward(g_t.transpose(0, 1));
+    return xg.grad();
+  });
+  REQUIRE(g1 == g2);
+  const std::vector<float> vg = contiguous(g_t.transpose(0, 1)).to_vector<float>();
+  std::int64_t wrong_grads = 0;
+  for (std::int64_t i = 0; i < x.numel(); ++i)
+    wrong_grads += g1[i] != (dropout_keeps(key, i, threshold) ? static_cast<double>(vg[i] * scale) : 0.0);
+  REQUIRE(wrong_grads == 0);
 }

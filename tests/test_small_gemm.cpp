@@ -17,35 +17,13 @@ using namespace sf;
 
 namespace {
 
-// Unit roundoff u: the largest relative error of rounding one result to the type.
-constexpr double kUnitRoundoff32 = 0x1p-24;  // float32 (24-bit significand)
-constexpr double kUnitRoundoff64 = 0x1p-53;  // float64 (53-bit significand)
+using test::kUnitRoundoff32;
+using test::kUnitRoundoff64;
 
-// Requires c == a @ b within rounding, against the naive reference (which sums in double).
-// A dot product of K terms in floating point is off from the exact value by at most
-// K u (|a| @ |b|) (Higham, "Accuracy and Stability of Numerical Algorithms", 3.1); twice that
-// bounds the gap between two such results. A wrong element (a swapped stride, a missed slice
-// offset) is off by O(1), far above the bound.
+// Requires c == a @ b within rounding (test_util.h's bound), against the naive reference (which
+// sums in double).
 void require_matches_naive(const Tensor& c, const Tensor& a, const Tensor& b, double u) {
-  const Tensor ref = matmul_naive(a, b);
-  REQUIRE(c.shape() == ref.shape());
-  const auto abs_f64 = [](const Tensor& t) {  // |t| as float64
-    std::vector<double> v = t.to_vector<double>();
-    for (double& x : v) x = std::abs(x);
-    return from_vector(v, t.shape(), Dtype::Float64);
-  };
-  const Tensor abs_bound = matmul_naive(abs_f64(a), abs_f64(b));  // |a| @ |b|
-  const double k = static_cast<double>(a.size(-1));
-  const auto vc = c.to_vector<double>(), vr = ref.to_vector<double>(), vb = abs_bound.to_vector<double>();
-  double worst = 0;  // largest |c - ref| / allowed; must stay <= 1
-  for (std::size_t i = 0; i < vc.size(); ++i) {
-    const double allowed = 2 * k * u * vb[i];
-    const double err = std::abs(vc[i] - vr[i]);
-    worst = std::max(worst, allowed > 0 ? err / allowed : (err > 0 ? INFINITY : 0.0));
-  }
-  INFO("a " << shape_str(a.shape()) << " strides " << shape_str(a.strides()) << ", b " << shape_str(b.shape())
-            << " strides " << shape_str(b.strides()) << ": worst error / allowed = " << worst);
-  REQUIRE(worst <= 1.0);
+  test::require_close_within_rounding(c, matmul_naive(a, b), a, b, u);
 }
 
 // small_gemm on one (m,k) @ (k,n) product read through t's last two strides.

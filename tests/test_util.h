@@ -4,6 +4,9 @@
 #include <stdlib.h>  // mkdtemp
 
 #include <catch2/catch.hpp>
+#include <vector>
+#include <cmath>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -77,5 +80,44 @@ struct TempDir {
   }
   std::string operator/(const std::string& name) const { return (path / name).string(); }
 };
+
+// ---- matrix products within rounding (test_matmul, test_small_gemm) ----------------------
+
+// Unit roundoff u: the largest relative error of rounding one result to the type.
+constexpr double kUnitRoundoff32 = 0x1p-24;  // float32 (24-bit significand)
+constexpr double kUnitRoundoff64 = 0x1p-53;  // float64 (53-bit significand)
+
+inline double unit_roundoff(Dtype dtype) { return dtype == Dtype::Float32 ? kUnitRoundoff32 : kUnitRoundoff64; }
+
+// |t| as a float64 tensor of t's shape.
+inline Tensor abs_f64(const Tensor& t) {
+  std::vector<double> v = t.to_vector<double>();
+  for (double& x : v) x = std::abs(x);
+  return from_vector(v, t.shape(), Dtype::Float64);
+}
+
+// Requires c and ref (both a @ b, computed two ways) to agree within rounding. A dot product of
+// K terms computed in floating point is off from the exact value by at most K u (|a| @ |b|)
+// (Higham, "Accuracy and Stability of Numerical Algorithms", 3.1), in any summation order and
+// with or without FMA; so two such results differ by at most twice that. `u` is the unit
+// roundoff of the less precise of the two. A wrong element (a swapped stride, a missed batch
+// offset) is off by O(1), many orders of magnitude above this bound.
+inline void require_close_within_rounding(const Tensor& c, const Tensor& ref, const Tensor& a, const Tensor& b,
+                                          double u) {
+  REQUIRE(c.shape() == ref.shape());
+  const Tensor bound = matmul_naive(abs_f64(a), abs_f64(b));  // (|a| @ |b|), c's shape
+  REQUIRE(bound.shape() == c.shape());
+  const double k = static_cast<double>(a.size(-1));
+  const auto vc = c.to_vector<double>(), vr = ref.to_vector<double>(), vb = bound.to_vector<double>();
+  double worst = 0;  // largest |c - ref| / allowed; must stay <= 1
+  for (std::size_t i = 0; i < vc.size(); ++i) {
+    const double allowed = 2 * k * u * vb[i];
+    const double err = std::abs(vc[i] - vr[i]);
+    worst = std::max(worst, allowed > 0 ? err / allowed : (err > 0 ? INFINITY : 0.0));
+  }
+  INFO("a " << shape_str(a.shape()) << " strides " << shape_str(a.strides()) << ", b " << shape_str(b.shape())
+            << " strides " << shape_str(b.strides()) << ": worst error / allowed = " << worst);
+  REQUIRE(worst <= 1.0);
+}
 
 }  // namespace sf::test

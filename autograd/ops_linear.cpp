@@ -78,9 +78,10 @@ struct Linear final : Node {
     Shape out_shape = x.shape();
     out_shape.back() = out;
     Tensor y = empty(out_shape, x.dtype());
-    if (in == 0) y.fill_(0.0);  // a product of no terms
-    if (in == 0 && b.defined()) y.copy_(b.expand(out_shape));
-    if (in > 0 && y.numel() > 0) {
+    if (in == 0) {  // a product of no terms: y is the bias alone
+      if (b.defined()) y.copy_(b.expand(out_shape));
+      else y.fill_(0.0);
+    } else if (y.numel() > 0) {
       dispatch_float(x.dtype(), "linear", [&](auto tag) {
         using T = decltype(tag);
         linear_forward_kernel<T>(x2d.data<T>(), w.data<T>(), b.defined() ? b.data<T>() : nullptr, y.data<T>(), rows,

@@ -45,6 +45,12 @@ def group_of(symbol):
     return "kernel, libc, other"
 
 
+def fail(message):
+    """One line on stderr, exit status 2: the project's convention for a bad input."""
+    print(f"profile_bench: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--binary", default="build/release/scratchformer")
@@ -54,7 +60,7 @@ def main():
     ap.add_argument("--top", type=int, default=25)
     args = ap.parse_args()
     if not os.path.exists(args.binary):
-        sys.exit(f"profile_bench: no binary at {args.binary} (build it first: cmake --build --preset release)")
+        fail(f"no binary at {args.binary} (build it first: cmake --build --preset release)")
     with tempfile.TemporaryDirectory() as tmp:
         data = os.path.join(tmp, "perf.data")
         cmd = ["perf", "record", "-g", "-o", data, args.binary, "bench", "--config", args.config, "--steps",
@@ -62,15 +68,17 @@ def main():
         try:
             run = subprocess.run(cmd, capture_output=True, text=True)
         except FileNotFoundError:
-            sys.exit("profile_bench: `perf` is not installed (Debian: apt-get install linux-perf)")
+            fail("`perf` is not installed (Debian: apt-get install linux-perf)")
         if run.returncode != 0:
-            sys.exit(f"profile_bench: perf record failed (exit {run.returncode}):\n{run.stderr[-2000:]}")
+            lines = run.stderr.strip().splitlines() or ["no message"]
+            own = [l for l in lines if l.startswith("scratchformer")]  # the bench's own error, if it gave one
+            fail(f"the bench failed (exit {run.returncode}): {(own or lines)[-1]}")
         step_line = [l for l in run.stdout.splitlines() if "training step" in l or "step / floor" in l]
         script = subprocess.run(["perf", "script", "-i", data], capture_output=True, text=True).stdout
     samples = parse_samples(script)
     in_step = [t for t, f in samples if any("training_step" in x or "time_training" in x for x in f)]
     if not in_step:
-        sys.exit("profile_bench: no samples inside the training step (is the binary built with symbols, -g?)")
+        fail("no samples inside the training step (is the binary built with symbols, -g?)")
     start, end = min(in_step), max(in_step)
     chosen = [f for t, f in samples if start <= t <= end]
     total = len(chosen)

@@ -12,7 +12,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "autograd/dropout_mask.h"
+#include "autograd/runtime/dropout_mask.h"
 #include "autograd/generator.h"
 #include "autograd/exercise.h"
 #include "autograd/kernels.h"
@@ -301,7 +301,7 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) { return Wher
 // ---- Dropout: out = x * keep / (1 - p) ----------------------------------------------------
 // x: any shape float -> out: x's shape. Each call draws ONE key = gen.next_u64(); then
 // keep[i] = dropout_keeps(key, i, threshold) with threshold = ceil(p * 2^32), where i is the
-// element's row-major position in x's logical shape (autograd/dropout_mask.h has the rule: a
+// element's row-major position in x's logical shape (autograd/runtime/dropout_mask.h has the rule: a
 // splitmix64 hash of (key, i / 2) gives 64 bits, the low 32 for even i and the high 32 for odd
 // i, and keep[i] = (those 32 bits >= threshold)). So an element is dropped with probability
 // threshold / 2^32 (p rounded up to a multiple of 2^-32), a given generator state always gives

@@ -15,7 +15,7 @@
 #include <string>
 
 #include "autograd/exercise.h"
-#include "autograd/gemm.h"
+#include "autograd/runtime/gemm.h"
 #include "autograd/kernels.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"

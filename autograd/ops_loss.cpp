@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "autograd/exercise.h"
-#include "autograd/fast_exp.h"
+#include "autograd/runtime/fast_exp.h"
 #include "autograd/kernels.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
@@ -33,7 +33,7 @@ namespace sf {
 
 namespace {
 
-// exp in the working precision. float32: fast_exp (autograd/fast_exp.h: inline arithmetic the
+// exp in the working precision. float32: fast_exp (autograd/runtime/fast_exp.h: inline arithmetic the
 // compiler vectorises, within 1 ulp of the correctly rounded exp); float64: std::exp, exact to
 // the last bit, which the float64 gradient checks rely on.
 inline float exp_in(float x) { return fast_exp(x); }

@@ -22,11 +22,11 @@
 #include <vector>
 
 #include "autograd/exercise.h"
-#include "autograd/gemm.h"
+#include "autograd/runtime/gemm.h"
 #include "autograd/kernels.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
-#include "autograd/small_gemm.h"
+#include "autograd/runtime/small_gemm.h"
 
 namespace sf {
 

@@ -21,7 +21,7 @@
 #include <type_traits>
 
 #include "autograd/exercise.h"
-#include "autograd/fast_exp.h"
+#include "autograd/runtime/fast_exp.h"
 #include "autograd/kernels.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
@@ -46,7 +46,7 @@ RowLayout row_layout(const Shape& shape, std::int64_t d) {
 
 // The float32 fast path for rows that are contiguous in memory (inner == 1: softmax over the
 // last dim, as attention and the output layer use it). The same math as the general kernel
-// below, with fast_exp (autograd/fast_exp.h, within 1 ulp of exp) and `omp simd` loops the
+// below, with fast_exp (autograd/runtime/fast_exp.h, within 1 ulp of exp) and `omp simd` loops the
 // compiler vectorises: the max and the sum are split over vector lanes and the lanes combined
 // at the end, in an order fixed by the binary (each row on one thread: the same result for any
 // thread count). The sum stays in double lanes, each float term converted.

@@ -9,10 +9,10 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "autograd/block_cache.h"
+#include "autograd/runtime/block_cache.h"
 #include "autograd/generator.h"
 #include "autograd/kernels.h"
-#include "autograd/memory_stats.h"
+#include "autograd/runtime/memory_stats.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
 
@@ -116,7 +116,7 @@ Shape broadcast_strides(const Tensor& t, const Shape& out) {
 
 // ---------------------------------------------------------------- storage
 
-// Live and peak bytes of all storage (autograd/memory_stats.h), counted as requested (nbytes).
+// Live and peak bytes of all storage (autograd/runtime/memory_stats.h), counted as requested (nbytes).
 namespace {
 std::atomic<std::int64_t> g_live_bytes{0};
 std::atomic<std::int64_t> g_peak_bytes{0};

@@ -104,4 +104,12 @@ class Tokenizer {
   std::string model_path_;
 };
 
+// The tokenizers of a run: one joint model (spm.model) or one per side (spm.src.model,
+// spm.tgt.model), in the run directory (train/setup.h loads or trains them). With a joint
+// model both hold the same vocabulary.
+struct Tokenizers {
+  Tokenizer src;
+  Tokenizer tgt;
+};
+
 }  // namespace sf::data

@@ -38,7 +38,7 @@ void Module::collect(const std::string& prefix, std::vector<std::pair<std::strin
   for (const auto& [name, child] : children_) child->collect(prefix + name + ".", out);
 }
 
-std::vector<std::pair<std::string, Tensor>> Module::named_parameters() const {
+NamedParameters Module::named_parameters() const {
   std::vector<std::pair<std::string, Tensor>> out;
   collect("", out);
   // A parameter shared by two modules (tied embeddings) is listed once, under its first name.

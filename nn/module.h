@@ -13,7 +13,7 @@
 // which are also the names in checkpoints. train()/eval() reach every descendant. No parameter
 // is ever created inside forward.
 //
-// Forward hooks (trace mode, train/trace.h): every module's forward ends with
+// Forward hooks (trace mode, train/classroom/trace.h): every module's forward ends with
 //
 //     return run_forward_hooks(y);  // calls the hooks registered on this module, returns y
 //
@@ -38,6 +38,10 @@
 #include "autograd/tensor.h"
 
 namespace sf::nn {
+
+// A model's parameters under their dotted paths, in registration order (what optimizers and
+// data-parallel training take).
+using NamedParameters = std::vector<std::pair<std::string, Tensor>>;
 
 class Module;
 
@@ -78,7 +82,7 @@ class Module {
   virtual const char* type_name() const = 0;
 
   // ---- parameters and children ----
-  std::vector<std::pair<std::string, Tensor>> named_parameters() const;  // dotted, in order
+  NamedParameters named_parameters() const;  // dotted, in order
   std::vector<Tensor> parameters() const;
   const std::vector<std::pair<std::string, Tensor>>& own_parameters() const { return params_; }
   const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& children() const { return children_; }

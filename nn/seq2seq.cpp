@@ -172,6 +172,44 @@ Tensor Seq2SeqTransformer::decode_step(const Tensor& tokens, const Encoded& enc,
   return reshape(project(h), {B, -1});  // (B,1,V) -> (B,V)
 }
 
+// ---- generation through the Model interface (nn/model.h) ---------------------------------
+
+std::unique_ptr<DecodeState> Seq2SeqTransformer::start_decoding(const Tensor& src) const {
+  auto state = std::make_unique<EncoderDecoderState>();
+  state->enc = encode(src);  // memory: (B,S,D), read once
+  state->cache = new_cache();
+  return state;
+}
+
+// The state of an encoder-decoder model, or an error naming what was passed instead.
+static EncoderDecoderState& own_state(DecodeState& state) {
+  auto* s = dynamic_cast<EncoderDecoderState*>(&state);
+  if (!s) throw std::invalid_argument("Seq2SeqTransformer: expected the DecodeState of start_decoding()");
+  return *s;
+}
+
+// tokens: (B,1) int64 -> (B,V)
+Tensor Seq2SeqTransformer::decode_step(const Tensor& tokens, DecodeState& state) const {
+  EncoderDecoderState& s = own_state(state);
+  return decode_step(tokens, s.enc, s.cache);
+}
+
+// prefix: (B,T) int64 -> (B,T,V)
+Tensor Seq2SeqTransformer::decode_prefix(const Tensor& prefix, const DecodeState& state) const {
+  return decode(prefix, own_state(const_cast<DecodeState&>(state)).enc);
+}
+
+// memory (B,S,D) and mask (B,1,1,S) -> (B*times, ...), row b*times + k = row b
+void EncoderDecoderState::repeat_rows(std::int64_t times) {
+  const std::int64_t B = enc.memory.size(0);
+  std::vector<std::int64_t> idx;
+  for (std::int64_t b = 0; b < B; ++b)
+    for (std::int64_t k = 0; k < times; ++k) idx.push_back(b);
+  const Tensor index = from_vector<std::int64_t>(idx, {B * times});
+  enc = {index_select(enc.memory, 0, index), index_select(enc.src_mask, 0, index)};
+  cache.reorder(index);
+}
+
 std::string Seq2SeqTransformer::summary() const {
   std::ostringstream out;
   summarize(*this, "model", 0, out);

@@ -31,6 +31,7 @@
 #include "nn/dropout.h"
 #include "nn/embedding.h"
 #include "nn/linear.h"
+#include "nn/model.h"
 #include "nn/module.h"
 #include "nn/transformer_layers.h"
 
@@ -53,7 +54,16 @@ struct Encoded {
   Tensor src_mask;  // bool (B,1,1,S), TRUE = padding
 };
 
-class Seq2SeqTransformer : public Module {
+// The encoder-decoder's DecodeState: the encoder output of every row and the decoder's cache.
+struct EncoderDecoderState : DecodeState {
+  Encoded enc;
+  DecoderCache cache;
+  std::int64_t length() const override { return cache.length(); }
+  void repeat_rows(std::int64_t times) override;  // memory, mask (and cache) rows, each `times` times
+  void reorder(const Tensor& batch_indices) override { cache.reorder(batch_indices); }
+};
+
+class Seq2SeqTransformer : public Model {
  public:
   // Validates cfg. Parameters are drawn from init_gen in a fixed order; the model's own
   // dropout generator is seeded from init_gen.next_u64(), so one seed fixes both.
@@ -63,7 +73,7 @@ class Seq2SeqTransformer : public Module {
   // src: (B,S) int64, tgt_in: (B,T) int64 (the target shifted right, starting with BOS)
   // -> logits (B,T,V) for the next token at every target position (teacher forcing).
   // Source positions holding pad_id are masked out; target position t sees positions <= t.
-  Tensor forward(const Tensor& src, const Tensor& tgt_in) const;
+  Tensor forward(const Tensor& src, const Tensor& tgt_in) const override;
 
   using Encoded = nn::Encoded;  // so both nn::Encoded and Seq2SeqTransformer::Encoded work
   // src: (B,S) int64 -> the encoder output and its padding mask.
@@ -80,10 +90,16 @@ class Seq2SeqTransformer : public Module {
   // A default-constructed DecoderCache (no layers) is sized on the first step.
   Tensor decode_step(const Tensor& tokens, const Encoded& enc, DecoderCache& cache) const;
 
-  const ModelConfig& config() const { return cfg_; }
-  Generator& dropout_generator() { return dropout_gen_; }  // for checkpoints (its state)
+  // The Model interface's generation (nn/model.h): start_decoding = encode(src) and an empty
+  // cache; decode_step and decode_prefix as above on that state.
+  std::unique_ptr<DecodeState> start_decoding(const Tensor& src) const override;
+  Tensor decode_step(const Tensor& tokens, DecodeState& state) const override;
+  Tensor decode_prefix(const Tensor& prefix, const DecodeState& state) const override;
+
+  const ModelConfig& config() const override { return cfg_; }
+  Generator& dropout_generator() override { return dropout_gen_; }  // for checkpoints (its state)
   // The module tree, one line per module: name, type and parameter count.
-  std::string summary() const;
+  std::string summary() const override;
 
   std::shared_ptr<Embedding> src_embed;  // (V_src, D)
   std::shared_ptr<Embedding> tgt_embed;  // (V_tgt, D); the same module as src_embed when shared

@@ -35,6 +35,8 @@
 
 namespace sf::nn {
 
+// The architecture (nn/model.h): which stacks a model has and how they connect.
+enum class Arch { EncoderDecoder };
 enum class NormKind { LayerNorm, RMSNorm };
 enum class NormPosition { Pre, Post };
 enum class PositionalKind { Sinusoidal, Learned, RoPE, ALiBi };
@@ -53,6 +55,7 @@ const char* attention_name(AttentionKernel kernel);
 // Multi30k-sized corpus; the 2017 paper's base model is d_model 512, n_heads 8, d_ff 2048,
 // 6 + 6 layers, dropout 0.1, post-norm, sinusoidal.
 struct ModelConfig {
+  Arch arch = Arch::EncoderDecoder;  // encoder-decoder (translation); nn/model.h
   std::int64_t src_vocab = 0;        // source vocabulary size V_src (set from the tokenizer), e.g. 8000
   std::int64_t tgt_vocab = 0;        // target vocabulary size V_tgt (set from the tokenizer), e.g. 8000
   std::int64_t d_model = 256;        // model width D, e.g. 256 or 512

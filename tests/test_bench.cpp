@@ -1,4 +1,4 @@
-// The speed benchmark (train/bench.h, `scratchformer bench`):
+// The speed benchmark (train/bench/bench.h, `scratchformer bench`):
 //   the FLOP count of a tiny model against a hand computation; the list of sgemm calls of a
 //   training step adds up to that count and equals, call for call, what a real training step
 //   hands to cblas_sgemm (recorded by the wrapper below); run_bench on a tiny model prints a
@@ -31,7 +31,7 @@
 #include "autograd/generator.h"
 #include "nn/seq2seq.h"
 #include "test_util.h"
-#include "train/bench.h"
+#include "train/bench/bench.h"
 #include "train/config.h"
 #include "train/optim.h"
 
@@ -205,7 +205,7 @@ TEST_CASE("bench sgemm list equals the calls of a real training step", "[bench][
     train::training_step(model, adam, batch, settings, 1e-3);
     g_recorded = nullptr;
     // BLAS sees every listed product except the small batched slices, which ops_matmul.cpp
-    // hands to small_gemm (autograd/small_gemm.h) instead
+    // hands to small_gemm (autograd/runtime/small_gemm.h) instead
     std::vector<train::GemmCall> through_blas;
     std::int64_t small_slices = 0;
     for (const train::GemmCall& g : train::training_step_gemms(m, B, S, T)) {

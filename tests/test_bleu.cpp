@@ -1,4 +1,4 @@
-// Tests for train/bleu: the 13a and zh tokenizers, corpus BLEU against scores produced by
+// Tests for train/eval/bleu: the 13a and zh tokenizers, corpus BLEU against scores produced by
 // sacreBLEU 2.6.0 itself (tests/data/sacrebleu_cases.json), and small cases worked out by hand.
 #include <nlohmann/json.hpp>
 
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "test_util.h"
-#include "train/bleu.h"
+#include "train/eval/bleu.h"
 
 namespace {
 
@@ -51,10 +51,10 @@ TEST_CASE("bleu matches sacreBLEU 2.6.0 on the reference cases", "[bleu][referen
     const nlohmann::json& c = cases[i];
     INFO("case " << i << " (" << c["name"].get<std::string>() << ", tok " << c["tokenize"].get<std::string>()
                  << ", " << c["hypotheses"].size() << " sentences)");
-    const sf::BleuResult r = sf::corpus_bleu(c["hypotheses"].get<std::vector<std::string>>(),
+    const sf::train::BleuResult r = sf::train::corpus_bleu(c["hypotheses"].get<std::vector<std::string>>(),
                                              c["references"].get<std::vector<std::string>>(),
                                              c["tokenize"].get<std::string>());
-    INFO(sf::format_bleu(r));
+    INFO(sf::train::format_bleu(r));
     CHECK(r.score == Approx(c["score"].get<double>()).margin(kReferenceTol).epsilon(0));
     for (int n = 0; n < 4; ++n) {
       INFO("precision of order " << n + 1);
@@ -70,7 +70,7 @@ TEST_CASE("bleu matches sacreBLEU 2.6.0 on the reference cases", "[bleu][referen
 TEST_CASE("bleu of a corpus against itself is 100", "[bleu]") {
   const std::vector<std::string> corpus = {"A man rides a bike.", "Zwei Hunde spielen im Schnee.",
                                            "It costs 3.5 dollars, or 1,000 cents!"};
-  const sf::BleuResult r = sf::corpus_bleu(corpus, corpus);
+  const sf::train::BleuResult r = sf::train::corpus_bleu(corpus, corpus);
   CHECK(r.score == Approx(100.0).margin(kHandTol));
   CHECK(r.bp == 1.0);
   CHECK(r.sys_len == r.ref_len);
@@ -82,7 +82,7 @@ TEST_CASE("bleu of a corpus against itself is 100", "[bleu]") {
 }
 
 TEST_CASE("bleu of an empty hypothesis is 0", "[bleu]") {
-  const sf::BleuResult r = sf::corpus_bleu({""}, {"A man rides a bike ."});
+  const sf::train::BleuResult r = sf::train::corpus_bleu({""}, {"A man rides a bike ."});
   CHECK(r.score == 0.0);
   CHECK(r.bp == 0.0);  // no hypothesis tokens: sacreBLEU sets BP to 0 rather than dividing by 0
   CHECK(r.sys_len == 0);
@@ -97,7 +97,7 @@ TEST_CASE("bleu clips matches and pools counts by hand", "[bleu]") {
   // hyp: the cat sat on the mat / ref: the cat sat on a mat. "the" occurs twice in the hypothesis
   // but once in the reference, so only one counts. Matches: 1-grams 5/6, 2-grams 3/5 (the cat,
   // cat sat, sat on), 3-grams 2/4, 4-grams 1/3; equal lengths so BP = 1.
-  const sf::BleuResult r = sf::corpus_bleu({"the cat sat on the mat"}, {"the cat sat on a mat"});
+  const sf::train::BleuResult r = sf::train::corpus_bleu({"the cat sat on the mat"}, {"the cat sat on a mat"});
   CHECK(r.counts == std::array<std::int64_t, 4>{5, 3, 2, 1});
   CHECK(r.totals == std::array<std::int64_t, 4>{6, 5, 4, 3});
   CHECK(r.bp == 1.0);
@@ -105,8 +105,8 @@ TEST_CASE("bleu clips matches and pools counts by hand", "[bleu]") {
 
   // Two sentences: counts are summed over the corpus before dividing (not an average of
   // sentence scores). Second pair matches fully: 3/3, 2/2, 1/1, 0 four-grams.
-  const sf::BleuResult pooled =
-      sf::corpus_bleu({"the cat sat on the mat", "dogs bark loudly"}, {"the cat sat on a mat", "dogs bark loudly"});
+  const sf::train::BleuResult pooled =
+      sf::train::corpus_bleu({"the cat sat on the mat", "dogs bark loudly"}, {"the cat sat on a mat", "dogs bark loudly"});
   CHECK(pooled.counts == std::array<std::int64_t, 4>{8, 5, 3, 1});
   CHECK(pooled.totals == std::array<std::int64_t, 4>{9, 7, 5, 3});
   CHECK(pooled.score ==
@@ -116,7 +116,7 @@ TEST_CASE("bleu clips matches and pools counts by hand", "[bleu]") {
 TEST_CASE("bleu exp smoothing halves each unmatched order again", "[bleu]") {
   // hyp a b c d / ref a b d c: 1-grams 4/4, 2-grams 1/3 (a b), no 3-gram of 2 and no 4-gram of 1
   // matches. Exp smoothing gives the first unmatched order 1/(2 * 2) and the second 1/(4 * 1).
-  const sf::BleuResult r = sf::corpus_bleu({"a b c d"}, {"a b d c"});
+  const sf::train::BleuResult r = sf::train::corpus_bleu({"a b c d"}, {"a b d c"});
   CHECK(r.counts == std::array<std::int64_t, 4>{4, 1, 0, 0});
   CHECK(r.totals == std::array<std::int64_t, 4>{4, 3, 2, 1});
   CHECK(r.precisions[2] == Approx(100.0 / (2 * 2)).margin(kHandTol));
@@ -126,89 +126,89 @@ TEST_CASE("bleu exp smoothing halves each unmatched order again", "[bleu]") {
 
 TEST_CASE("bleu brevity penalty and too-short hypotheses", "[bleu]") {
   // 5 hypothesis tokens, 7 reference tokens, everything matches: BP = exp(1 - 7/5).
-  const sf::BleuResult shorter = sf::corpus_bleu({"a b c d e"}, {"a b c d e f g"});
+  const sf::train::BleuResult shorter = sf::train::corpus_bleu({"a b c d e"}, {"a b c d e f g"});
   CHECK(shorter.bp == Approx(std::exp(1.0 - 7.0 / 5.0)).margin(kHandTol));
   CHECK(shorter.score == Approx(100.0 * std::exp(1.0 - 7.0 / 5.0)).margin(kHandTol));
 
   // A longer hypothesis is not penalised by BP (its precision pays instead).
-  const sf::BleuResult longer = sf::corpus_bleu({"a b c d e f g"}, {"a b c d e"});
+  const sf::train::BleuResult longer = sf::train::corpus_bleu({"a b c d e f g"}, {"a b c d e"});
   CHECK(longer.bp == 1.0);
 
   // Two tokens have no 3-grams or 4-grams: those precisions stay 0 and so does BLEU, even though
   // every 1-gram and 2-gram matches.
-  const sf::BleuResult tiny = sf::corpus_bleu({"a b"}, {"a b c d"});
+  const sf::train::BleuResult tiny = sf::train::corpus_bleu({"a b"}, {"a b c d"});
   CHECK(tiny.precisions[0] == Approx(100.0).margin(kHandTol));
   CHECK(tiny.precisions[2] == 0.0);
   CHECK(tiny.score == 0.0);
 }
 
 TEST_CASE("bleu tokenizer 13a splits punctuation like mteval", "[bleu][tokenize]") {
-  CHECK(sf::tokenize_13a("Hello, world!") == "Hello , world !");
-  CHECK(sf::tokenize_13a("He paid $1,000.50 (cash).") == "He paid $ 1,000.50 ( cash ) .");
+  CHECK(sf::train::tokenize_13a("Hello, world!") == "Hello , world !");
+  CHECK(sf::train::tokenize_13a("He paid $1,000.50 (cash).") == "He paid $ 1,000.50 ( cash ) .");
   // Numbers keep their decimal point and thousands separator; sentence periods are split off.
-  CHECK(sf::tokenize_13a("It costs 3.5 dollars, or 1,000 cents.") == "It costs 3.5 dollars , or 1,000 cents .");
+  CHECK(sf::train::tokenize_13a("It costs 3.5 dollars, or 1,000 cents.") == "It costs 3.5 dollars , or 1,000 cents .");
   // A dash is split after a digit only; apostrophes are never split.
-  CHECK(sf::tokenize_13a("1990-2000 was a well-known era, wasn't it?") ==
+  CHECK(sf::train::tokenize_13a("1990-2000 was a well-known era, wasn't it?") ==
         "1990 - 2000 was a well-known era , wasn't it ?");
   // HTML entities are unescaped, <skipped> removed, line breaks joined.
-  CHECK(sf::tokenize_13a("&quot;A&quot; &amp; B<skipped> &lt;x&gt;") == "\" A \" & B < x >");
-  CHECK(sf::tokenize_13a("hyphen-\nated\nline") == "hyphenated line");
+  CHECK(sf::train::tokenize_13a("&quot;A&quot; &amp; B<skipped> &lt;x&gt;") == "\" A \" & B < x >");
+  CHECK(sf::train::tokenize_13a("hyphen-\nated\nline") == "hyphenated line");
   // The space padding lets a leading period split from a digit, as in sacreBLEU.
-  CHECK(sf::tokenize_13a(".5 ,5") == ". 5 , 5");
-  CHECK(sf::tokenize_13a("   many    spaces\there  ") == "many spaces here");
-  CHECK(sf::tokenize_13a("") == "");
+  CHECK(sf::train::tokenize_13a(".5 ,5") == ". 5 , 5");
+  CHECK(sf::train::tokenize_13a("   many    spaces\there  ") == "many spaces here");
+  CHECK(sf::train::tokenize_13a("") == "");
 }
 
 TEST_CASE("bleu tokenizer 13a leaves non-ASCII letters untouched", "[bleu][tokenize]") {
-  CHECK(sf::tokenize_13a("Über den Fluß fährt ein Mädchen.") == "Über den Fluß fährt ein Mädchen .");
-  CHECK(sf::tokenize_13a("café, naïve.") == "café , naïve .");
-  CHECK(sf::tokenize_13a("我喜欢猫。") == "我喜欢猫。");  // 13a does not know Chinese
+  CHECK(sf::train::tokenize_13a("Über den Fluß fährt ein Mädchen.") == "Über den Fluß fährt ein Mädchen .");
+  CHECK(sf::train::tokenize_13a("café, naïve.") == "café , naïve .");
+  CHECK(sf::train::tokenize_13a("我喜欢猫。") == "我喜欢猫。");  // 13a does not know Chinese
   // Python's str.split() also splits at Unicode spaces: no-break space U+00A0, ideographic space U+3000.
-  CHECK(sf::tokenize_13a("a\u00A0b\u3000c") == "a b c");
+  CHECK(sf::train::tokenize_13a("a\u00A0b\u3000c") == "a b c");
 }
 
 TEST_CASE("bleu tokenizer zh splits Chinese characters", "[bleu][tokenize]") {
-  CHECK(sf::tokenize_zh("我喜欢猫。") == "我 喜 欢 猫 。");
-  CHECK(sf::tokenize_zh("我有3.5个apple，好吗?") == "我 有 3.5 个 apple ， 好 吗 ?");
+  CHECK(sf::train::tokenize_zh("我喜欢猫。") == "我 喜 欢 猫 。");
+  CHECK(sf::train::tokenize_zh("我有3.5个apple，好吗?") == "我 有 3.5 个 apple ， 好 吗 ?");
   // Non-Chinese text goes through the 13a punctuation rules, without 13a's unescaping.
-  CHECK(sf::tokenize_zh("Hello, world!") == "Hello , world !");
-  CHECK(sf::tokenize_zh("&amp;") == "& amp ;");
+  CHECK(sf::train::tokenize_zh("Hello, world!") == "Hello , world !");
+  CHECK(sf::train::tokenize_zh("&amp;") == "& amp ;");
   // sacreBLEU's range '\u20000'..'\u2a6d6' is really U+2001..U+2A6D in Python, so general
   // punctuation like the em dash U+2014 and curly quotes count as Chinese characters.
-  CHECK(sf::tokenize_zh("a\u2014b \u201Cc\u201D") == "a \u2014 b \u201C c \u201D");
-  CHECK(sf::tokenize_13a("a\u2014b") == "a\u2014b");
+  CHECK(sf::train::tokenize_zh("a\u2014b \u201Cc\u201D") == "a \u2014 b \u201C c \u201D");
+  CHECK(sf::train::tokenize_13a("a\u2014b") == "a\u2014b");
 }
 
 TEST_CASE("bleu format line matches sacreBLEU", "[bleu]") {
-  const sf::BleuResult same = sf::corpus_bleu({"the cat sat on the mat"}, {"the cat sat on the mat"});
-  CHECK(sf::format_bleu(same) == "BLEU|" + kSignature13a +
+  const sf::train::BleuResult same = sf::train::corpus_bleu({"the cat sat on the mat"}, {"the cat sat on the mat"});
+  CHECK(sf::train::format_bleu(same) == "BLEU|" + kSignature13a +
                                      " = 100.00 100.0/100.0/100.0/100.0 (BP = 1.000 ratio = 1.000 hyp_len = 6 "
                                      "ref_len = 6)");
 
-  sf::BleuResult r;
+  sf::train::BleuResult r;
   r.score = 34.5912;
   r.precisions = {65.8349, 42.2, 28.76, 20.0};
   r.bp = 0.97647;
   r.sys_len = 123;
   r.ref_len = 126;
   r.signature = kSignature13a;
-  CHECK(sf::format_bleu(r) == "BLEU|" + kSignature13a +
+  CHECK(sf::train::format_bleu(r) == "BLEU|" + kSignature13a +
                                   " = 34.59 65.8/42.2/28.8/20.0 (BP = 0.976 ratio = 0.976 hyp_len = 123 ref_len = 126)");
 
-  const sf::BleuResult zh = sf::corpus_bleu({"我喜欢猫"}, {"我喜欢狗"}, "zh");
+  const sf::train::BleuResult zh = sf::train::corpus_bleu({"我喜欢猫"}, {"我喜欢狗"}, "zh");
   CHECK(zh.signature == "nrefs:1|case:mixed|eff:no|tok:zh|smooth:exp|version:2.6.0");
 }
 
 TEST_CASE("bleu rejects bad arguments with actionable messages", "[bleu]") {
-  const std::string unknown = error_message([] { sf::corpus_bleu({"a"}, {"a"}, "intl"); });
+  const std::string unknown = error_message([] { sf::train::corpus_bleu({"a"}, {"a"}, "intl"); });
   CHECK_THAT(unknown, Catch::Contains("intl") && Catch::Contains("13a") && Catch::Contains("zh"));
 
-  const std::string unequal = error_message([] { sf::corpus_bleu({"a", "b", "c"}, {"a", "b"}); });
+  const std::string unequal = error_message([] { sf::train::corpus_bleu({"a", "b", "c"}, {"a", "b"}); });
   CHECK_THAT(unequal, Catch::Contains("3 hypotheses") && Catch::Contains("2 references"));
 
-  CHECK_THAT(error_message([] { sf::corpus_bleu({}, {}); }), Catch::Contains("at least one sentence"));
-  CHECK_THAT(error_message([] { sf::corpus_bleu({"a", "b"}, {"a", ""}); }), Catch::Contains("reference 1"));
-  CHECK_THAT(error_message([] { sf::corpus_bleu({"ok", "bad \xC3"}, {"ok", "ok"}); }),
+  CHECK_THAT(error_message([] { sf::train::corpus_bleu({}, {}); }), Catch::Contains("at least one sentence"));
+  CHECK_THAT(error_message([] { sf::train::corpus_bleu({"a", "b"}, {"a", ""}); }), Catch::Contains("reference 1"));
+  CHECK_THAT(error_message([] { sf::train::corpus_bleu({"ok", "bad \xC3"}, {"ok", "ok"}); }),
              Catch::Contains("hypothesis 1") && Catch::Contains("UTF-8"));
-  CHECK_THAT(error_message([] { sf::tokenize_13a("\xED\xA0\x80"); }), Catch::Contains("UTF-8"));  // a surrogate
+  CHECK_THAT(error_message([] { sf::train::tokenize_13a("\xED\xA0\x80"); }), Catch::Contains("UTF-8"));  // a surrogate
 }

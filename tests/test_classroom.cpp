@@ -1,4 +1,4 @@
-// The classroom commands (train/gradcheck_suite.h, train/classroom.h, `scratchformer gradcheck |
+// The classroom commands (train/classroom/gradcheck_suite.h, train/classroom/classroom.h, `scratchformer gradcheck |
 // attention | plot | explain-batch`):
 //   the gradient-check suite: every entry passes, --list names them all, a broken entry (a
 //     forgotten gradient path) and a too-strict tolerance are reported as FAIL with exit status 1;
@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "train/classroom.h"
-#include "train/gradcheck_suite.h"
+#include "train/classroom/classroom.h"
+#include "train/classroom/gradcheck_suite.h"
 
 namespace fs = std::filesystem;
 using Catch::Contains;

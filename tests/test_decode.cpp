@@ -1,4 +1,4 @@
-// Decoding (train/decode.h): greedy and beam search with the KV cache.
+// Decoding (train/eval/decode.h): greedy and beam search with the KV cache.
 //   beam search with beam 1 equals greedy decoding;
 //   beam search equals an exhaustive search over every possible output (a tiny vocabulary and
 //     length; the smallest beam that keeps every live hypothesis, and one that keeps every
@@ -22,7 +22,7 @@
 #include "data/tokenizer.h"
 #include "nn/seq2seq.h"
 #include "test_util.h"
-#include "train/decode.h"
+#include "train/eval/decode.h"
 
 using namespace sf;
 using Seq = std::vector<std::int64_t>;

@@ -1,4 +1,4 @@
-// Data-parallel training with MPI (train/distributed.h, train/trainer.cpp), run through mpirun:
+// Data-parallel training with MPI (train/distributed/distributed.h, train/trainer.cpp), run through mpirun:
 //   - 2 ranks give the same parameters as 1 process on the same global batches: bit for bit in
 //     float64 with the rank-order reduction (tests/mpi/distributed_worker.cpp exact64), and
 //     within float32 reduction-order rounding through `scratchformer train` (plain MPI_Allreduce)

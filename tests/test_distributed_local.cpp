@@ -1,11 +1,11 @@
-// train/distributed.h in one process (no mpirun): a world of one rank whose collectives return
+// train/distributed/distributed.h in one process (no mpirun): a world of one rank whose collectives return
 // their input, and the flat gradient buffer that allreduce_gradients sends (values of each
 // dtype's parameters one after another, then one presence flag per parameter) and scatters back.
 // The multi-process tests are tests/test_distributed.cpp (label mpi).
 #include <vector>
 
 #include "test_util.h"
-#include "train/distributed.h"
+#include "train/distributed/distributed.h"
 
 using namespace sf;
 

@@ -6,7 +6,7 @@
 
 #include "autograd/exercise.h"
 #include "autograd/ops.h"
-#include "train/gradcheck_suite.h"
+#include "train/classroom/gradcheck_suite.h"
 
 using namespace sf;
 using Catch::Matchers::Contains;

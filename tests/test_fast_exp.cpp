@@ -1,4 +1,4 @@
-// fast_exp (autograd/fast_exp.h), the vectorisable float32 exp behind the float32 softmax and
+// fast_exp (autograd/runtime/fast_exp.h), the vectorisable float32 exp behind the float32 softmax and
 // cross-entropy: against std::exp over a dense sweep of the whole float range, the special
 // values at the ends, a vectorised loop against one call at a time, and the float32 ops that
 // use it against their float64 versions (which use std::exp), on 1 and 2 threads.
@@ -10,8 +10,8 @@
 #include <limits>
 #include <vector>
 
-#include "autograd/fast_exp.h"
-#include "autograd/threads.h"
+#include "autograd/runtime/fast_exp.h"
+#include "autograd/runtime/threads.h"
 #include "test_util.h"
 
 using namespace sf;

@@ -3,7 +3,7 @@
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
-#include "autograd/threads.h"
+#include "autograd/runtime/threads.h"
 
 int main(int argc, char* argv[]) {
   sf::init_threads();

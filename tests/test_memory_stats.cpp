@@ -1,12 +1,12 @@
-// The tensor memory counters (autograd/memory_stats.h): allocating a tensor of a known size
+// The tensor memory counters (autograd/runtime/memory_stats.h): allocating a tensor of a known size
 // raises the live and peak bytes by exactly its bytes; views add nothing; freeing it returns
 // live to where it was and leaves the peak; reset_peak_memory starts the peak from live.
-// And the big-block cache under Storage (autograd/block_cache.h): reuse, fit and budget.
+// And the big-block cache under Storage (autograd/runtime/block_cache.h): reuse, fit and budget.
 #include <cstdint>
 #include <vector>
 
-#include "autograd/block_cache.h"
-#include "autograd/memory_stats.h"
+#include "autograd/runtime/block_cache.h"
+#include "autograd/runtime/memory_stats.h"
 #include "test_util.h"
 
 using namespace sf;
@@ -37,7 +37,7 @@ TEST_CASE("memory_stats counts a tensor's bytes while it lives and keeps the pea
   CHECK(memory_stats().peak_bytes == before.live_bytes);
 }
 
-// ---- the big-block cache (autograd/block_cache.h) -----------------------------------------
+// ---- the big-block cache (autograd/runtime/block_cache.h) -----------------------------------------
 
 TEST_CASE("a freed big tensor block is reused by the next tensor of about its size", "[memory]") {
   block_cache::clear();

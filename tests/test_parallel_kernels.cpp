@@ -7,9 +7,9 @@
 #include <cmath>
 #include <vector>
 
-#include "autograd/dropout_mask.h"
+#include "autograd/runtime/dropout_mask.h"
 #include "autograd/kernels.h"
-#include "autograd/threads.h"
+#include "autograd/runtime/threads.h"
 #include "test_util.h"
 
 using namespace sf;

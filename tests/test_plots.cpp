@@ -1,4 +1,4 @@
-// SVG pictures (train/plots.h): every document is well-formed XML, heatmaps have one cell per
+// SVG pictures (train/classroom/plots.h): every document is well-formed XML, heatmaps have one cell per
 // weight, token labels are escaped, colours grow with the value, the training curves plot exactly
 // the rows of a hand-written metrics.tsv, and bad metrics files are reported with path and line.
 #include "test_util.h"
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "train/plots.h"
+#include "train/classroom/plots.h"
 
 namespace fs = std::filesystem;
 using Catch::Contains;

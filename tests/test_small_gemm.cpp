@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "autograd/kernels.h"
-#include "autograd/small_gemm.h"
-#include "autograd/threads.h"
+#include "autograd/runtime/small_gemm.h"
+#include "autograd/runtime/threads.h"
 #include "test_util.h"
 
 using namespace sf;

@@ -19,7 +19,7 @@
 #include "nn/seq2seq.h"
 #include "test_util.h"
 #include "train/config.h"
-#include "train/decode.h"
+#include "train/eval/decode.h"
 #include "train/setup.h"
 
 using namespace sf;

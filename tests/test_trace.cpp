@@ -1,4 +1,4 @@
-// Forward hooks on modules (nn/module.h) and trace mode (train/trace.h, `--trace`).
+// Forward hooks on modules (nn/module.h) and trace mode (train/classroom/trace.h, `--trace`).
 #include "test_util.h"
 
 #include <cmath>
@@ -18,7 +18,7 @@
 #include "nn/feed_forward.h"
 #include "nn/linear.h"
 #include "nn/seq2seq.h"
-#include "train/trace.h"
+#include "train/classroom/trace.h"
 
 using namespace sf;
 using namespace sf::nn;

@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "autograd/node.h"
-#include "autograd/threads.h"
+#include "autograd/runtime/threads.h"
 #include "data/batcher.h"
 #include "data/tokenizer.h"
 #include "nn/seq2seq.h"
@@ -35,7 +35,7 @@
 #include "test_util.h"
 #include "train/checkpoint.h"
 #include "train/config.h"
-#include "train/decode.h"
+#include "train/eval/decode.h"
 #include "train/optim.h"
 #include "train/safetensors.h"
 #include "train/trainer.h"

@@ -41,7 +41,7 @@
 #include "autograd/generator.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
-#include "autograd/threads.h"
+#include "autograd/runtime/threads.h"
 
 namespace {
 

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""bench_pytorch: the PyTorch side of `scratchformer bench` (train/bench.h).
+"""bench_pytorch: the PyTorch side of `scratchformer bench` (train/bench/bench.h).
 
 Builds the same reference model and batch in PyTorch and prints the same fields: a table and
 one JSON line (the field names of scratchformer's JSON line, plus torch_threads, blas_threads
@@ -27,7 +27,7 @@ fastest decodes everything, in one more fresh subprocess (its small products can
 a second thread on a loaded machine).
 
 The same yardsticks as scratchformer: FLOPs from the same count (training_step_flops below is
-train/bench.cpp's, line for line); cblas_sgemm GFLOP/s on the largest product and the BLAS
+train/bench/bench.cpp's, line for line); cblas_sgemm GFLOP/s on the largest product and the BLAS
 floor, timed by calling cblas_sgemm of libblas.so.3 (the OpenBLAS torch itself links) through
 ctypes on preallocated torch buffers, with the list of sgemm calls of a *scratchformer* step
 (training_step_gemms below). So the floor is a common yardstick, not PyTorch's own call list
@@ -97,7 +97,7 @@ def load_config(path):
     return model, train, run_dir
 
 
-# ---- FLOPs and the sgemm list (train/bench.cpp's, line for line) ---------------------------
+# ---- FLOPs and the sgemm list (train/bench/bench.cpp's, line for line) ---------------------------
 
 def linear_flops(rows, d_in, d_out):
     return 2 * rows * d_in * d_out
@@ -123,7 +123,7 @@ def feed_forward_flops(m, rows):
 
 
 def training_step_flops(m, B, S, T):
-    """Forward FLOPs by kind; a training step costs 3x the forward (see train/bench.h)."""
+    """Forward FLOPs by kind; a training step costs 3x the forward (see train/bench/bench.h)."""
     pairs, dh = B * m["n_heads"], m["d_model"] // m["n_heads"]
     Le, Ld = m["encoder_layers"], m["decoder_layers"]
     projections = Le * (attention_projection_flops(m, B * S, B * S) + feed_forward_flops(m, B * S))

@@ -12,7 +12,7 @@ packages=(
   libtoml11-dev                      # config files
   nlohmann-json3-dev                 # safetensors headers, test data
   libfmt-dev                         # formatting
-  openmpi-bin libopenmpi-dev         # data-parallel training: mpirun -np N (train/distributed.h)
+  openmpi-bin libopenmpi-dev         # data-parallel training: mpirun -np N (train/distributed/distributed.h)
   gdb                                # the debugger test (tests/gdb) and docs/debugging.md
   clang-14 libclang-rt-14-dev libomp-14-dev   # libFuzzer targets (tests/fuzz, tools/run_fuzzers.sh)
 )

@@ -32,6 +32,7 @@ namespace fs = std::filesystem;
 const std::vector<std::string> kSections{"model", "data", "train", "run"};
 const std::vector<std::string> kActivations{"relu", "gelu", "swiglu"};
 const std::vector<std::string> kNorms{"layernorm", "rmsnorm"};
+const std::vector<std::string> kArchs{"encoder-decoder"};
 const std::vector<std::string> kNormPositions{"pre", "post"};
 const std::vector<std::string> kPositionals{"sinusoidal", "learned", "rope", "alibi"};
 const std::vector<std::string> kAttentions{"plain", "tiled"};
@@ -53,6 +54,7 @@ enum class Need { Optional, Required };
 template <class C, class V>
 void visit_fields(C& c, V& v) {
   v.section("model");
+  v.choice("arch", c.model.arch, kArchs);
   v.integer("d_model", c.model.d_model);
   v.integer("n_heads", c.model.n_heads);
   v.integer("n_kv_heads", c.model.n_kv_heads);

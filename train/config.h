@@ -37,6 +37,8 @@ struct ConfigError : std::runtime_error {
 
 // [model]: the encoder-decoder Transformer.
 struct ModelSection {
+  std::string arch = "encoder-decoder";  // the architecture (nn/model.h): "encoder-decoder" (a
+                                         // bidirectional encoder, a causal decoder cross-attending to it)
   std::int64_t d_model = 256;          // model width D (embedding and residual stream), e.g. 256 or 512
   std::int64_t n_heads = 4;            // attention heads H; D must be divisible by H (head width D/H), e.g. 8
   std::int64_t n_kv_heads = 0;         // key/value heads for grouped-query attention; 0 = n_heads (plain

@@ -12,10 +12,11 @@
 #include <vector>
 
 #include "autograd/tensor.h"
+#include "nn/module.h"
 
 namespace sf::train {
 
-using NamedParameters = std::vector<std::pair<std::string, Tensor>>;
+using nn::NamedParameters;
 
 class Optimizer {
  public:

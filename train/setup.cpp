@@ -29,6 +29,7 @@ nn::ModelConfig model_config_from(const ModelSection& m, std::int64_t src_vocab,
   c.attention_dropout = m.attention_dropout;
   c.activation = nn::parse_activation(m.activation);
   c.norm = nn::parse_norm(m.norm);
+  c.arch = nn::parse_arch(m.arch);
   c.norm_position = nn::parse_norm_position(m.norm_position);
   c.positional = nn::parse_positional(m.positional);
   c.attention = nn::parse_attention(m.attention);
@@ -98,8 +99,7 @@ InferenceModel load_inference_model(const std::string& checkpoint_path) {
                           " but the checkpoint was trained with " + std::to_string(ck.src_vocab) + "/" +
                           std::to_string(ck.tgt_vocab));
   im.init_gen = std::make_unique<Generator>(0);
-  im.model = std::make_unique<nn::Seq2SeqTransformer>(model_config_from(im.config.model, ck.src_vocab, ck.tgt_vocab),
-                                                      *im.init_gen);
+  im.model = nn::make_model(model_config_from(im.config.model, ck.src_vocab, ck.tgt_vocab), *im.init_gen);
   try {
     check_checkpoint_dtypes(ck, *im.model, checkpoint_path);
     im.model->load_state_dict(ck.model);

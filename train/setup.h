@@ -6,7 +6,7 @@
 #include <string>
 
 #include "data/tokenizer.h"
-#include "nn/seq2seq.h"
+#include "nn/model.h"
 #include "train/config.h"
 
 namespace sf::train {
@@ -14,12 +14,7 @@ namespace sf::train {
 // [model] section + vocabulary sizes -> the nn layer's ModelConfig (validated).
 nn::ModelConfig model_config_from(const ModelSection& m, std::int64_t src_vocab, std::int64_t tgt_vocab);
 
-// The tokenizers of a run: one joint model (spm.model) or one per side (spm.src.model,
-// spm.tgt.model), in the run directory.
-struct Tokenizers {
-  data::Tokenizer src;
-  data::Tokenizer tgt;
-};
+using data::Tokenizers;  // the run's source and target tokenizers (data/tokenizer.h)
 // Loads the run's tokenizers, training them on the training corpus first if they do not exist.
 Tokenizers load_or_train_tokenizers(const Config& cfg, std::uint64_t seed);
 // Loads the tokenizers that sit beside a checkpoint (its directory is the run directory).
@@ -29,7 +24,7 @@ Tokenizers load_tokenizers(const Config& cfg, const std::string& run_dir);
 struct InferenceModel {
   Config config;
   std::unique_ptr<Generator> init_gen;  // only used to build the modules before loading weights
-  std::unique_ptr<nn::Seq2SeqTransformer> model;
+  std::unique_ptr<nn::Model> model;  // the architecture of the checkpoint's model.arch
   std::unique_ptr<Tokenizers> tokenizers;
   std::int64_t step = 0;  // training steps behind the weights
 };

@@ -1,33 +1,31 @@
 #include "train/trainer.h"
 
 #include <sys/statvfs.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <csignal>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
-#include <iostream>
+#include <memory>
 #include <sstream>
 
 #include "autograd/node.h"
 #include "autograd/ops.h"
-#include "autograd/threads.h"
+#include "autograd/runtime/threads.h"
 #include "data/batcher.h"
-#include "data/corpus.h"
-#include "train/bleu.h"
 #include "train/checkpoint.h"
 #include "train/safetensors.h"
-#include "train/decode.h"
-#include "train/distributed.h"
-#include "train/evaluate.h"
+#include "train/data_parallel.h"
+#include "train/distributed/distributed.h"
+#include "train/eval/bleu.h"
+#include "train/eval/evaluate.h"
+#include "train/run_log.h"
 #include "train/schedule.h"
 #include "train/setup.h"
-#include "train/trace.h"
+#include "train/training_data.h"
 
 namespace sf::train {
 
@@ -54,72 +52,6 @@ struct SignalScope {
     sigaction(SIGINT, &old_int, nullptr);
     sigaction(SIGTERM, &old_term, nullptr);
   }
-};
-
-std::string format_duration(double seconds) {
-  if (!std::isfinite(seconds) || seconds < 0) return "?";
-  const auto s = static_cast<long long>(seconds + 0.5);
-  std::ostringstream os;
-  if (s >= 3600) os << s / 3600 << "h" << std::setw(2) << std::setfill('0') << (s % 3600) / 60 << "m";
-  else if (s >= 60) os << s / 60 << "m" << std::setw(2) << std::setfill('0') << s % 60 << "s";
-  else os << s << "s";
-  return os.str();
-}
-
-// ---- metrics.tsv: one row per log or validation event -------------------------------------
-class MetricsFile {
- public:
-  static constexpr const char* kHeader =
-      "step\tepoch\tkind\tloss\tnll\tppl\tlr\ttokens_per_s\tgrad_norm\tbleu\telapsed_s\tallreduce_share";
-  // enabled false (ranks other than 0 in data-parallel training): writes nothing
-  explicit MetricsFile(const fs::path& path, bool enabled = true) {
-    if (!enabled) return;
-    const bool fresh = !fs::exists(path) || fs::file_size(path) == 0;
-    out_.open(path, std::ios::app);
-    if (!out_) throw std::runtime_error("cannot open " + path.string() + " for writing");
-    if (fresh) out_ << kHeader << "\n";
-    out_.flush();
-  }
-  void row(std::int64_t step, std::int64_t epoch, const char* kind, double loss, double nll, double lr,
-           double tokens_per_s, double grad_norm, double bleu, double elapsed,
-           double allreduce_share = NAN) {  // data-parallel: share of the wall time in gradient allreduce
-    if (!out_.is_open()) return;
-    auto num = [](double v) {
-      if (std::isnan(v)) return std::string("");
-      std::ostringstream os;
-      os << std::setprecision(6) << v;
-      return os.str();
-    };
-    out_ << step << "\t" << epoch << "\t" << kind << "\t" << num(loss) << "\t" << num(nll) << "\t"
-         << num(std::isnan(nll) ? NAN : std::exp(nll)) << "\t" << num(lr) << "\t" << num(tokens_per_s) << "\t"
-         << num(grad_norm) << "\t" << num(bleu) << "\t" << num(elapsed) << "\t" << num(allreduce_share) << "\n";
-    out_.flush();
-  }
-
- private:
-  std::ofstream out_;
-};
-
-// ---- the terminal: a progress bar on a TTY, plain lines otherwise --------------------------
-class Progress {
- public:
-  Progress() : tty_(isatty(STDOUT_FILENO)) {}
-  bool tty() const { return tty_; }
-  void bar(const std::string& line) {
-    if (!tty_ || !is_main()) return;  // in data-parallel training only rank 0 prints
-    std::cout << "\r\033[K" << line << std::flush;
-    open_ = true;
-  }
-  void line(const std::string& text) {
-    if (!is_main()) return;
-    if (open_) std::cout << "\r\033[K";
-    std::cout << text << "\n" << std::flush;
-    open_ = false;
-  }
-
- private:
-  bool tty_;
-  bool open_ = false;
 };
 
 // Room for a few checkpoints: refuse to start a run that could not save one.
@@ -160,46 +92,6 @@ void write_text_atomically(const fs::path& path, const std::string& text) {
   fs::rename(tmp, path);
 }
 
-struct EncodedSplit {
-  std::vector<std::vector<std::int64_t>> src, tgt;
-  std::vector<std::string> src_text, tgt_text;  // kept aligned with the ids
-};
-
-EncodedSplit load_split(const std::string& src_path, const std::string& tgt_path, const Tokenizers& tok,
-                        std::int64_t max_tokens, const char* name, Progress& progress) {
-  data::ParallelCorpus corpus = data::read_parallel(src_path, tgt_path);
-  // lines far too long are dropped before tokenising (a 10 MB line would take GBs to tokenise)
-  const std::int64_t overlong = data::drop_overlong_pairs(corpus, max_tokens);
-  EncodedSplit s;
-  s.src = tok.src.encode_all(corpus.src);
-  s.tgt = tok.tgt.encode_all(corpus.tgt);
-  data::FilterReport report = data::filter_pairs(corpus, s.src, s.tgt, max_tokens);
-  report.too_long += overlong;
-  progress.line(std::string(name) + ": " + report.summary(max_tokens));
-  if (report.kept == 0)
-    throw data::CorpusError(std::string(name) + " corpus " + src_path + ": no sentence pair is left after filtering");
-  s.src_text = std::move(corpus.src);
-  s.tgt_text = std::move(corpus.tgt);
-  return s;
-}
-
-// Data-parallel training (train/distributed.h): rank r of n takes the rows r, r + n, r + 2n, ...
-// of the global batch (strided, so every rank gets short and long pairs alike: the batcher sorts
-// a batch's rows by length), rebuilt with make_batch so its padding fits its own rows. With more
-// ranks than rows a rank's shard is empty (rows() == 0).
-data::Batch shard_of(const data::Batch& global, const EncodedSplit& split, int r, int n) {
-  std::vector<const std::vector<std::int64_t>*> src, tgt;
-  std::vector<std::int64_t> indices;
-  for (std::int64_t row = r; row < global.rows(); row += n) {
-    const auto i = static_cast<std::size_t>(global.indices[static_cast<std::size_t>(row)]);
-    src.push_back(&split.src[i]);
-    tgt.push_back(&split.tgt[i]);
-    indices.push_back(global.indices[static_cast<std::size_t>(row)]);
-  }
-  if (indices.empty()) return {};
-  return data::make_batch(src, tgt, indices);
-}
-
 std::unique_ptr<Optimizer> make_optimizer(const TrainSection& t, NamedParameters params) {
   if (t.optimizer == "adam") return std::make_unique<Adam>(std::move(params), t.beta1, t.beta2, t.eps, t.weight_decay, false);
   if (t.optimizer == "adamw") return std::make_unique<Adam>(std::move(params), t.beta1, t.beta2, t.eps, t.weight_decay, true);
@@ -207,318 +99,397 @@ std::unique_ptr<Optimizer> make_optimizer(const TrainSection& t, NamedParameters
   throw std::invalid_argument("train.optimizer: expected adam, adamw or sgd, got '" + t.optimizer + "'");
 }
 
-}  // namespace
+Schedule make_schedule(const Config& cfg) {
+  return Schedule{parse_schedule(cfg.train.schedule), cfg.train.lr,          cfg.train.min_lr,
+                  cfg.train.warmup_steps,             cfg.train.max_steps,   cfg.model.d_model};
+}
 
-int train(const Config& cfg, const TrainOptions& options) {
+// ---- everything one run holds ----------------------------------------------------------------
+struct TrainingRun {
+  TrainingRun(const Config& c, const TrainOptions& o) : cfg(c), options(o), schedule(make_schedule(c)) {}
+  const Config& cfg;
+  const TrainOptions& options;
+  fs::path dir, last_path, best_path;
+  std::string config_toml;  // the effective config, saved in run.dir and in every checkpoint
   Progress progress;
+  std::unique_ptr<Tokenizers> tok;  // set by load_data
+  EncodedSplit train_split, valid_split;
+  std::unique_ptr<data::Batcher> batcher;
+  std::unique_ptr<nn::Model> model;
+  std::unique_ptr<Optimizer> optimizer;
+  Schedule schedule;
+  TrainingState st;
+  std::unique_ptr<MetricsFile> metrics;
+  DataParallel parallel;
+  DecodeOptions valid_decode;
+  std::int64_t start_step = 0;        // st.step when this session started
+  std::int64_t last_saved_step = -1;  // the step of the checkpoint-last on disk
+  // tokens/s between two log lines
+  std::int64_t interval_tokens = 0;  // global (all ranks') target tokens since the last log line
+  Clock::time_point interval_start{}, session_start{};
+  double interval_allreduce_start = 0, elapsed_before = 0;
+
+  std::int64_t epoch() const { return batcher->position().epoch; }
+};
+
+// Paths, the --resume checks, config.toml. Rank 0 alone writes to run.dir.
+void prepare_run_dir(TrainingRun& run) {
+  const Config& cfg = run.cfg;
   if (cfg.run.threads > 0) set_num_threads(static_cast<int>(cfg.run.threads));
   // data-parallel: mpirun binds each rank to a core, so one thread per rank unless asked otherwise
   else if (world_size() > 1 && !std::getenv("SCRATCHFORMER_NUM_THREADS")) set_num_threads(1);
-  const fs::path dir(cfg.run.dir);
-  const fs::path last_path = dir / "checkpoint-last.safetensors";
-  const fs::path best_path = dir / "checkpoint-best.safetensors";
-  if (options.resume && !fs::exists(last_path))
-    throw std::runtime_error("--resume: no checkpoint to resume from at " + last_path.string());
-  if (!options.resume && fs::exists(last_path))
-    throw std::runtime_error("run.dir " + dir.string() +
+  run.dir = fs::path(cfg.run.dir);
+  run.last_path = run.dir / "checkpoint-last.safetensors";
+  run.best_path = run.dir / "checkpoint-best.safetensors";
+  if (run.options.resume && !fs::exists(run.last_path))
+    throw std::runtime_error("--resume: no checkpoint to resume from at " + run.last_path.string());
+  if (!run.options.resume && fs::exists(run.last_path))
+    throw std::runtime_error("run.dir " + run.dir.string() +
                              " already holds a run (checkpoint-last.safetensors); pass --resume to continue it "
                              "or set another run.dir (--set run.dir=...)");
-  const std::string config_toml = to_toml(cfg);
-  if (is_main()) {  // data-parallel: rank 0 alone writes to run.dir
-    check_run_dir(dir, 0, cfg.run.keep_checkpoints);
-    write_text_atomically(dir / "config.toml", config_toml);
+  run.config_toml = to_toml(cfg);
+  if (is_main()) {
+    check_run_dir(run.dir, 0, cfg.run.keep_checkpoints);
+    write_text_atomically(run.dir / "config.toml", run.config_toml);
   }
+}
 
-  // ---- tokenizers and data ----
-  progress.line("scratchformer train: run directory " + dir.string());
+// Tokenizers, the train and valid splits, the batcher.
+void load_data(TrainingRun& run) {
+  const Config& cfg = run.cfg;
+  run.progress.line("scratchformer train: run directory " + run.dir.string());
   // data-parallel: rank 0 trains (or loads) the tokenizer into run.dir while the others wait at
   // the barrier; then they load it from there
   if (!is_main()) barrier();
   // a resumed run needs the tokenizer it was trained with: never train a new one silently
-  const Tokenizers tok = options.resume ? load_tokenizers(cfg, cfg.run.dir)
-                                        : load_or_train_tokenizers(cfg, static_cast<std::uint64_t>(cfg.train.seed));
+  run.tok = std::make_unique<Tokenizers>(run.options.resume
+                                             ? load_tokenizers(cfg, cfg.run.dir)
+                                             : load_or_train_tokenizers(cfg, static_cast<std::uint64_t>(cfg.train.seed)));
   if (is_main()) barrier();
-  progress.line("tokenizer: vocabulary " + std::to_string(tok.src.vocab_size()) +
-                (cfg.data.joint_tokenizer ? " (joint, " + tok.src.model_path() + ")" : " (source) / " + std::to_string(tok.tgt.vocab_size()) + " (target)"));
-  EncodedSplit train_split = load_split(cfg.data.train_src, cfg.data.train_tgt, tok, cfg.data.max_tokens, "train", progress);
-  EncodedSplit valid_split = load_split(cfg.data.valid_src, cfg.data.valid_tgt, tok, cfg.model.max_len - 2, "valid", progress);
-  if (cfg.data.max_valid_sentences > 0 && static_cast<std::int64_t>(valid_split.src.size()) > cfg.data.max_valid_sentences) {
-    const auto n = static_cast<std::size_t>(cfg.data.max_valid_sentences);
-    valid_split.src.resize(n), valid_split.tgt.resize(n), valid_split.src_text.resize(n), valid_split.tgt_text.resize(n);
-  }
-  data::Batcher batcher(train_split.src, train_split.tgt, cfg.data.batch_tokens, static_cast<std::uint64_t>(cfg.train.seed), true);
+  const Tokenizers& tok = *run.tok;
+  run.progress.line("tokenizer: vocabulary " + std::to_string(tok.src.vocab_size()) +
+                    (cfg.data.joint_tokenizer ? " (joint, " + tok.src.model_path() + ")"
+                                              : " (source) / " + std::to_string(tok.tgt.vocab_size()) + " (target)"));
+  run.train_split = load_split(cfg.data.train_src, cfg.data.train_tgt, tok, cfg.data.max_tokens, "train", run.progress);
+  run.valid_split = load_split(cfg.data.valid_src, cfg.data.valid_tgt, tok, cfg.model.max_len - 2, "valid", run.progress);
+  truncate_split(run.valid_split, cfg.data.max_valid_sentences);
+  run.batcher = std::make_unique<data::Batcher>(run.train_split.src, run.train_split.tgt, cfg.data.batch_tokens,
+                                                static_cast<std::uint64_t>(cfg.train.seed), true);
+  run.valid_decode.beam = cfg.train.valid_beam;
+}
 
-  // ---- model and optimizer ----
+// The model of model.arch and its optimizer, from the seed.
+void build_model(TrainingRun& run) {
+  const Config& cfg = run.cfg;
   Generator init_gen(static_cast<std::uint64_t>(cfg.train.seed));
-  const nn::ModelConfig mcfg = model_config_from(cfg.model, tok.src.vocab_size(), tok.tgt.vocab_size());
-  nn::Seq2SeqTransformer model(mcfg, init_gen);
-  std::unique_ptr<Optimizer> optimizer = make_optimizer(cfg.train, model.named_parameters());
-  const std::int64_t checkpoint_bytes = model.parameter_count() * 4 * 3;  // weights + Adam's m and v
-  if (is_main()) check_run_dir(dir, checkpoint_bytes, cfg.run.keep_checkpoints);
-  Schedule schedule{parse_schedule(cfg.train.schedule), cfg.train.lr, cfg.train.min_lr, cfg.train.warmup_steps,
-                    cfg.train.max_steps, cfg.model.d_model};
+  run.model = nn::make_model(model_config_from(cfg.model, run.tok->src.vocab_size(), run.tok->tgt.vocab_size()), init_gen);
+  run.optimizer = make_optimizer(cfg.train, run.model->named_parameters());
+  const std::int64_t checkpoint_bytes = run.model->parameter_count() * 4 * 3;  // weights + Adam's m and v
+  if (is_main()) check_run_dir(run.dir, checkpoint_bytes, cfg.run.keep_checkpoints);
+}
 
-  TrainingState st;
-  if (options.resume) {
-    LoadedCheckpoint ck = load_checkpoint(last_path.string());
-    if (ck.src_vocab != tok.src.vocab_size() || ck.tgt_vocab != tok.tgt.vocab_size())
-      throw CheckpointError(last_path.string() + ": vocabulary sizes differ from the run's tokenizer");
-    check_checkpoint_dtypes(ck, model, last_path.string());
-    try {
-      model.load_state_dict(ck.model);
-      optimizer->load_state(ck.optimizer);
-    } catch (const std::invalid_argument& e) {
-      throw CheckpointError(last_path.string() + " does not match the config: " + e.what());
-    }
-    optimizer->set_steps(ck.optimizer_steps);
-    st = ck.state;
-    model.dropout_generator().set_state(st.dropout_rng);
-    batcher.set_position({st.epoch, st.batch_in_epoch});
-    progress.line("resumed from " + last_path.string() + " at step " + std::to_string(st.step));
+// --resume: weights, optimizer state, step, data position and dropout stream from checkpoint-last.
+void restore(TrainingRun& run) {
+  const std::string path = run.last_path.string();
+  LoadedCheckpoint ck = load_checkpoint(path);
+  if (ck.src_vocab != run.tok->src.vocab_size() || ck.tgt_vocab != run.tok->tgt.vocab_size())
+    throw CheckpointError(path + ": vocabulary sizes differ from the run's tokenizer");
+  check_checkpoint_dtypes(ck, *run.model, path);
+  try {
+    run.model->load_state_dict(ck.model);
+    run.optimizer->load_state(ck.optimizer);
+  } catch (const std::invalid_argument& e) {
+    throw CheckpointError(path + " does not match the config: " + e.what());
   }
-  if (rank() > 0) {
-    // data-parallel: each rank draws its own dropout masks, from a stream derived from rank 0's
-    // (the one saved in checkpoints) and the rank number, so a run is reproducible; with dropout
-    // > 0 an N-rank run is therefore not bit-equal to one process, only statistically the same
-    const std::uint64_t base = model.dropout_generator().state()[0];
-    model.dropout_generator().manual_seed(base ^ (0x9E3779B97F4A7C15ull * static_cast<std::uint64_t>(rank())));
+  run.optimizer->set_steps(ck.optimizer_steps);
+  run.st = ck.state;
+  run.model->dropout_generator().set_state(run.st.dropout_rng);
+  run.batcher->set_position({run.st.epoch, run.st.batch_in_epoch});
+  run.progress.line("resumed from " + path + " at step " + std::to_string(run.st.step));
+}
+
+// Everything up to the first step; the run's lines on the terminal say what was built.
+void start_run(TrainingRun& run) {
+  prepare_run_dir(run);
+  load_data(run);
+  build_model(run);
+  if (run.options.resume) restore(run);
+  run.parallel.seed_dropout(run.model->dropout_generator());
+  if (run.parallel.active()) run.progress.line(run.parallel.describe(run.cfg.data.batch_tokens, run.cfg.train.accum_steps));
+  run.progress.line("model: " + std::to_string(run.model->parameter_count()) + " parameters; " +
+                    std::to_string(run.batcher->batches_per_epoch()) + " batches per epoch of about " +
+                    std::to_string(run.cfg.data.batch_tokens) + " tokens");
+  run.metrics = std::make_unique<MetricsFile>(run.dir / "metrics.tsv", is_main());
+  run.start_step = run.st.step;
+  run.last_saved_step = run.options.resume ? run.st.step : -1;
+  run.elapsed_before = run.st.elapsed_seconds;
+  if (run.options.hooks && is_main()) run.options.hooks->begin();
+}
+
+// checkpoint-last (keeping the last run.keep_checkpoints, checkpoint.h) or checkpoint-best.
+void save(TrainingRun& run, const fs::path& path) {
+  if (!is_main()) return;  // data-parallel: rank 0 alone writes checkpoints
+  const auto pos = run.batcher->position();
+  run.st.epoch = pos.epoch;
+  run.st.batch_in_epoch = pos.batch_in_epoch;
+  run.st.dropout_rng = run.model->dropout_generator().state();
+  const auto src_vocab = run.tok->src.vocab_size(), tgt_vocab = run.tok->tgt.vocab_size();
+  if (path == run.last_path) {
+    save_last_checkpoint(run.dir.string(), run.cfg.run.keep_checkpoints, run.last_saved_step, *run.model,
+                         run.optimizer.get(), run.st, run.config_toml, src_vocab, tgt_vocab);
+    run.last_saved_step = run.st.step;
+    return;
   }
-  if (world_size() > 1)
-    progress.line("data-parallel: " + std::to_string(world_size()) + " processes (MPI); every step's global batch of about " +
-                  std::to_string(cfg.data.batch_tokens) + " x " + std::to_string(cfg.train.accum_steps) +
-                  " tokens is split between them, about " + std::to_string(cfg.data.batch_tokens / world_size()) +
-                  " tokens each, gradients summed with MPI_Allreduce");
-  progress.line("model: " + std::to_string(model.parameter_count()) + " parameters; " +
-                std::to_string(batcher.batches_per_epoch()) + " batches per epoch of about " +
-                std::to_string(cfg.data.batch_tokens) + " tokens");
-  MetricsFile metrics(dir / "metrics.tsv", is_main());
+  save_checkpoint(path.string(), *run.model, run.optimizer.get(), run.st, run.config_toml, src_vocab, tgt_vocab);
+}
 
-  std::int64_t last_saved_step = options.resume ? st.step : -1;  // the step of the checkpoint-last on disk
-  auto save = [&](const fs::path& path) {
-    if (!is_main()) return;  // data-parallel: rank 0 alone writes checkpoints
-    const auto pos = batcher.position();
-    st.epoch = pos.epoch;
-    st.batch_in_epoch = pos.batch_in_epoch;
-    st.dropout_rng = model.dropout_generator().state();
-    if (path == last_path) {  // checkpoint-last, keeping the last run.keep_checkpoints (checkpoint.h)
-      save_last_checkpoint(dir.string(), cfg.run.keep_checkpoints, last_saved_step, model, optimizer.get(), st, config_toml,
-                           tok.src.vocab_size(), tok.tgt.vocab_size());
-      last_saved_step = st.step;
-      return;
-    }
-    save_checkpoint(path.string(), model, optimizer.get(), st, config_toml, tok.src.vocab_size(), tok.tgt.vocab_size());
-  };
+// Loss, perplexity and BLEU on the valid split; saves checkpoint-best when it improved and
+// checkpoint-last always. Returns true when patience ran out.
+bool validate(TrainingRun& run) {
+  const auto t0 = Clock::now();
+  const Config& cfg = run.cfg;
+  const LossResult vl = evaluate_loss(*run.model, run.valid_split.src, run.valid_split.tgt, cfg.data.batch_tokens,
+                                      cfg.train.label_smoothing);
+  const BleuResult bleu = evaluate_bleu(*run.model, *run.tok, run.valid_split.src, run.valid_split.tgt_text,
+                                        run.valid_decode, cfg.data.bleu_tokenize);
+  run.model->train();
+  TrainingState& st = run.st;
+  const double metric = cfg.train.best_metric == "bleu" ? bleu.score : -vl.nll;
+  const bool improved = !st.has_best || metric > st.best_metric;
+  std::ostringstream os;
+  os << "valid step " << st.step << ": loss " << std::fixed << std::setprecision(3) << vl.loss << " nll " << vl.nll
+     << " ppl " << std::setprecision(2) << std::exp(vl.nll) << " BLEU " << bleu.score << " ("
+     << format_duration(std::chrono::duration<double>(Clock::now() - t0).count()) << ")" << (improved ? " *best*" : "");
+  run.progress.line(os.str());
+  run.metrics->row(st.step, run.epoch(), "valid", vl.loss, vl.nll, NAN, NAN, NAN, bleu.score, st.elapsed_seconds);
+  if (improved) {
+    st.best_metric = metric;
+    st.has_best = true;
+    st.bad_validations = 0;
+    save(run, run.best_path);
+  } else {
+    ++st.bad_validations;
+  }
+  save(run, run.last_path);
+  return cfg.train.patience > 0 && st.bad_validations >= cfg.train.patience;
+}
 
-  DecodeOptions valid_decode;
-  valid_decode.beam = cfg.train.valid_beam;
-  auto validate = [&]() -> bool {  // returns true when patience ran out
-    const auto t0 = Clock::now();
-    const LossResult vl = evaluate_loss(model, valid_split.src, valid_split.tgt, cfg.data.batch_tokens, cfg.train.label_smoothing);
-    const BleuResult bleu = evaluate_bleu(model, tok, valid_split.src, valid_split.tgt_text, valid_decode, cfg.data.bleu_tokenize);
-    model.train();
-    const double metric = cfg.train.best_metric == "bleu" ? bleu.score : -vl.nll;
-    const bool improved = !st.has_best || metric > st.best_metric;
+// ---- one step --------------------------------------------------------------------------------
+
+// The next training batch; at the end of an epoch the first of the next, unless train.max_epochs
+// is reached (then false).
+bool next_batch(TrainingRun& run, data::Batch& batch) {
+  if (run.batcher->next(batch)) return true;
+  if (run.cfg.train.max_epochs > 0 && run.epoch() >= run.cfg.train.max_epochs) return false;
+  return run.batcher->next(batch);
+}
+
+// logits: (B,T,V), targets: (B,T) -> () the label-smoothed cross-entropy per target token,
+// scaled by this rank's share of the batch and divided over the accumulated micro-batches.
+Tensor step_loss(const TrainingRun& run, const Tensor& logits, const Tensor& targets, double share) {
+  const std::int64_t V = logits.size(-1);
+  Tensor loss = cross_entropy(logits.reshape({-1, V}), targets.reshape({-1}), data::kPadId, run.cfg.train.label_smoothing);
+  if (share != 1.0) loss = mul(loss, share);
+  if (run.cfg.train.accum_steps > 1) loss = div(loss, static_cast<double>(run.cfg.train.accum_steps));
+  return loss;
+}
+
+// The unsmoothed NLL of the same logits, for the log line (no graph).
+double unsmoothed_nll(const TrainingRun& run, const Tensor& logits, const Tensor& targets, double share) {
+  NoGradGuard no_grad;
+  const std::int64_t V = logits.size(-1);
+  return cross_entropy(logits.reshape({-1, V}).detach(), targets.reshape({-1}), data::kPadId, 0.0).item() * share /
+         static_cast<double>(run.cfg.train.accum_steps);
+}
+
+struct StepResult {
+  double loss = 0, nll = 0;  // nll only when asked for (log steps)
+  double grad_norm = 0, lr = 0;
+  std::int64_t tokens = 0;   // target tokens of the step's global batches
+  bool epoch_limit = false;  // train.max_epochs reached: no step taken
+  bool skipped = false;      // non-finite loss or gradient norm: no step taken
+};
+
+// The hooks (--trace, --dump-graph) see the first micro-batch of each step, on rank 0.
+StepHooks* hooks_for(const TrainingRun& run, std::int64_t micro) {
+  return micro == 0 && is_main() ? run.options.hooks : nullptr;
+}
+
+// One optimizer step, as the lecture writes it: for each of accum_steps micro-batches forward,
+// loss, backward (the gradients add up); then clip the gradient norm and step.
+StepResult train_step(TrainingRun& run, bool with_nll) {
+  StepResult r;
+  const std::int64_t session_step = run.st.step - run.start_step, step = run.st.step + 1;
+  for (std::int64_t micro = 0; micro < run.cfg.train.accum_steps; ++micro) {
+    data::Batch batch;
+    if (!next_batch(run, batch)) return r.epoch_limit = true, r;
+    r.tokens += batch.tgt_tokens;                                         // the global batch
+    const double share = run.parallel.take_shard(batch, run.train_split);  // this rank's rows
+    if (batch.rows() == 0) continue;  // more ranks than rows: this rank adds zero gradients
+    StepHooks* hooks = hooks_for(run, micro);
+    if (hooks) hooks->before_forward(*run.model, session_step, step);
+    const Tensor logits = run.model->forward(batch.src, batch.tgt_in);   // (B,T,V)
+    const Tensor loss = step_loss(run, logits, batch.tgt_out, share);    // ()
+    if (hooks) hooks->before_backward(loss, *run.model, session_step, step);
+    loss.backward();                                                      // .grad += dloss/dparam
+    if (hooks) hooks->after_backward(session_step, step);
+    r.loss += loss.item();
+    if (with_nll) r.nll += unsmoothed_nll(run, logits, batch.tgt_out, share);
+  }
+  run.parallel.sum(run.optimizer->params(), r.loss, r.nll);  // data-parallel: all ranks' gradients
+  r.grad_norm = clip_grad_norm(run.optimizer->params(), run.cfg.train.clip_norm);
+  r.skipped = !std::isfinite(r.loss) || !std::isfinite(r.grad_norm);
+  if (!r.skipped) r.lr = run.schedule.at(step), run.optimizer->step(r.lr);
+  run.optimizer->zero_grad();
+  return r;
+}
+
+// ---- after a step ------------------------------------------------------------------------------
+
+// A skipped update: said on the terminal and in metrics.tsv. Returns true when too many came in
+// a row (train.max_nonfinite): the run stops.
+bool report_skipped(TrainingRun& run, const StepResult& r) {
+  TrainingState& st = run.st;
+  ++st.nonfinite_streak;
+  run.progress.line("step " + std::to_string(st.step + 1) + ": non-finite " + (std::isfinite(r.loss) ? "gradient norm" : "loss") +
+                    ", update skipped (" + std::to_string(st.nonfinite_streak) + " in a row)");
+  run.metrics->row(st.step + 1, run.epoch(), "skipped", r.loss, NAN, NAN, NAN, r.grad_norm, NAN, st.elapsed_seconds);
+  if (st.nonfinite_streak < run.cfg.train.max_nonfinite) return false;
+  run.progress.line("stopping: " + std::to_string(st.nonfinite_streak) +
+                    " non-finite steps in a row (train.max_nonfinite); the last good checkpoint is " + run.last_path.string() +
+                    ". Try a lower train.lr or train.clip_norm.");
+  return true;
+}
+
+// The terminal's progress bar (or, on log steps without a terminal, a line) and metrics.tsv's
+// row for the step just taken.
+void log_step(TrainingRun& run, const StepResult& r, bool log_now) {
+  TrainingState& st = run.st;
+  const Config& cfg = run.cfg;
+  const double now = std::chrono::duration<double>(Clock::now() - run.session_start).count();
+  st.elapsed_seconds = run.elapsed_before + now;
+  const double per_step = now / static_cast<double>(st.step - run.start_step);
+  const double eta = per_step * static_cast<double>(cfg.train.max_steps - st.step);
+  const double interval_s = std::chrono::duration<double>(Clock::now() - run.interval_start).count();
+  const double tok_per_s = interval_s > 0 ? static_cast<double>(run.interval_tokens) / interval_s : 0;
+  const bool parallel = run.parallel.active();
+  const double allreduce_share =
+      parallel && interval_s > 0 ? (run.parallel.allreduce_seconds() - run.interval_allreduce_start) / interval_s : NAN;
+  if (run.progress.tty()) {
     std::ostringstream os;
-    os << "valid step " << st.step << ": loss " << std::fixed << std::setprecision(3) << vl.loss << " nll " << vl.nll
-       << " ppl " << std::setprecision(2) << std::exp(vl.nll) << " BLEU " << bleu.score << " ("
-       << format_duration(std::chrono::duration<double>(Clock::now() - t0).count()) << ")"
-       << (improved ? " *best*" : "");
-    progress.line(os.str());
-    metrics.row(st.step, batcher.position().epoch, "valid", vl.loss, vl.nll, NAN, NAN, NAN, bleu.score, st.elapsed_seconds);
-    if (improved) {
-      st.best_metric = metric;
-      st.has_best = true;
-      st.bad_validations = 0;
-      save(best_path);
-    } else {
-      ++st.bad_validations;
-    }
-    save(last_path);
-    return cfg.train.patience > 0 && st.bad_validations >= cfg.train.patience;
-  };
-
-  // --trace: the tables go to --trace-file, or to stderr
-  std::ofstream trace_file;
-  if (options.trace_steps > 0 && !options.trace_file.empty() && is_main()) {
-    trace_file.open(options.trace_file, std::ios::trunc);
-    if (!trace_file) throw std::runtime_error("--trace-file: cannot open " + options.trace_file + " for writing");
+    os << "step " << st.step << "/" << cfg.train.max_steps << " | epoch " << run.epoch() + 1 << " | loss " << std::fixed
+       << std::setprecision(3) << r.loss << " | lr " << std::scientific << std::setprecision(2) << r.lr << " | " << std::fixed
+       << std::setprecision(0) << tok_per_s << " tok/s | ETA " << format_duration(eta);
+    if (parallel)  // data-parallel: tokens/s of all ranks together
+      os << " | " << world_size() << " ranks, allreduce " << std::setprecision(1) << 100 * allreduce_share << "%";
+    run.progress.bar(os.str());
   }
-  std::ostream& trace_out = trace_file.is_open() ? static_cast<std::ostream&>(trace_file) : std::cerr;
+  if (!log_now) return;
+  // loss and nll of this step's batches (the same data, so they compare); tokens/s over the
+  // interval since the last log line
+  run.metrics->row(st.step, run.epoch(), "train", r.loss, r.nll, r.lr, tok_per_s, r.grad_norm, NAN, st.elapsed_seconds,
+                   allreduce_share);
+  if (!run.progress.tty()) {
+    std::ostringstream os;
+    os << "step " << st.step << "/" << cfg.train.max_steps << " epoch " << run.epoch() + 1 << " loss " << std::fixed
+       << std::setprecision(3) << r.loss << " nll " << r.nll << " ppl " << std::setprecision(2) << std::exp(r.nll) << " lr "
+       << std::scientific << std::setprecision(2) << r.lr << " " << std::fixed << std::setprecision(0) << tok_per_s
+       << " tok/s ETA " << format_duration(eta);
+    if (parallel)  // tokens/s above are all ranks' together
+      os << " (" << world_size() << " ranks, allreduce " << std::setprecision(1) << 100 * allreduce_share << "% of the time)";
+    run.progress.line(os.str());
+  }
+  run.interval_tokens = 0;
+  run.interval_start = Clock::now();
+  run.interval_allreduce_start = run.parallel.allreduce_seconds();
+}
 
-  // ---- the loop ----
+// Log every log_every steps, and also the first steps of a session (steps 1 and 10), so a run
+// without a terminal shows signs of life before the first full interval.
+bool is_log_step(const TrainingRun& run) {
+  const std::int64_t session_step = run.st.step - run.start_step + 1, every = run.cfg.train.log_every;
+  return (run.st.step + 1) % every == 0 || ((session_step == 1 || session_step == 10) && session_step < every);
+}
+
+// Ctrl-C / SIGTERM on any rank: save checkpoint-last and say how to resume. Returns the exit
+// status, or 0 when no signal came.
+int stop_on_signal(TrainingRun& run) {
+  const int sig = run.parallel.max_over_ranks(g_signal);
+  if (sig == 0) return 0;
+  save(run, run.last_path);
+  run.progress.line(std::string("interrupted (") + (sig == SIGINT ? "SIGINT" : "SIGTERM") + ") at step " +
+                    std::to_string(run.st.step) + "; saved " + run.last_path.string() +
+                    "\nresume with: scratchformer train --config " + run.cfg.source_path + " --resume");
+  return 128 + sig;
+}
+
+// Test BLEU with the best checkpoint, and a few samples.
+void final_test(TrainingRun& run) {
+  const Config& cfg = run.cfg;
+  if (cfg.data.test_src.empty() || cfg.data.test_tgt.empty()) return;
+  const bool best = fs::exists(run.best_path);
+  if (best) run.model->load_state_dict(load_checkpoint(run.best_path.string()).model);
+  EncodedSplit test = load_split(cfg.data.test_src, cfg.data.test_tgt, *run.tok, cfg.model.max_len - 2, "test", run.progress);
+  std::vector<std::string> hyps;
+  const BleuResult bleu =
+      evaluate_bleu(*run.model, *run.tok, test.src, test.tgt_text, run.valid_decode, cfg.data.bleu_tokenize, &hyps);
+  run.progress.line("test (" + std::string(best ? "checkpoint-best" : "last weights") + "): " + format_bleu(bleu));
+  for (std::size_t i = 0; i < std::min<std::size_t>(5, hyps.size()); ++i)
+    run.progress.line("  src: " + test.src_text[i] + "\n  ref: " + test.tgt_text[i] + "\n  hyp: " + hyps[i]);
+  run.metrics->row(run.st.step, run.epoch(), "test", NAN, NAN, NAN, NAN, NAN, bleu.score, run.st.elapsed_seconds);
+}
+
+// After the loop: a last validation (unless the last step had one), then the test set.
+int finish(TrainingRun& run, std::string stop_reason, bool last_was_validation) {
+  if (!is_main()) return 0;  // data-parallel: the rest (validation, test BLEU) is rank 0's
+  if (!last_was_validation && run.st.step > run.start_step && validate(run)) stop_reason += "; patience ran out";
+  if (run.st.step == run.start_step && !fs::exists(run.last_path)) save(run, run.last_path);
+  run.progress.line("training stopped: " + stop_reason + " after " + std::to_string(run.st.step) + " steps, " +
+                    format_duration(run.st.elapsed_seconds) + " of training");
+  final_test(run);
+  return 0;
+}
+
+}  // namespace
+
+int train(const Config& cfg, const TrainOptions& options) {
+  TrainingRun run(cfg, options);
+  start_run(run);
   SignalScope signals;
-  model.train();
-  const std::int64_t pad = data::kPadId;
-  std::int64_t interval_tokens = 0;  // global (all ranks') target tokens since the last log line
-  auto interval_start = Clock::now();
-  double interval_allreduce_start = allreduce_seconds();
-  auto session_start = Clock::now();
-  const double elapsed_before = st.elapsed_seconds;
-  const std::int64_t start_step = st.step;
+  run.model->train();
+  run.session_start = run.interval_start = Clock::now();
+  run.interval_allreduce_start = run.parallel.allreduce_seconds();
   std::string stop_reason = "max_steps reached";
   bool last_was_validation = false;
-
-  while (st.step < cfg.train.max_steps) {
-    // one optimizer step = accum_steps batches
-    double step_loss = 0, step_nll = 0;  // step_nll is only computed (and used) when log_now
-    std::int64_t step_tokens = 0;
-    bool epoch_limit = false;
-    // Log every log_every steps, and also the first steps of a session (steps 1 and 10), so a
-    // run without a terminal shows signs of life before the first full interval.
-    const std::int64_t session_step = st.step - start_step + 1;
-    const bool log_now = (st.step + 1) % cfg.train.log_every == 0 ||
-                         ((session_step == 1 || session_step == 10) && session_step < cfg.train.log_every);
-    for (std::int64_t micro = 0; micro < cfg.train.accum_steps; ++micro) {
-      data::Batch batch;
-      if (!batcher.next(batch)) {  // end of an epoch
-        if (cfg.train.max_epochs > 0 && batcher.position().epoch >= cfg.train.max_epochs) {
-          epoch_limit = true;
-          break;
-        }
-        batcher.next(batch);
-      }
-      // Data-parallel (world_size() > 1): this rank's shard of the global batch. The loss is the
-      // mean over the shard's target tokens times shard tokens / global tokens, i.e. the sum of
-      // the shard's token losses over the GLOBAL token count: summed over ranks by the allreduce
-      // below, it is exactly one process's mean over the whole batch, and so are the gradients.
-      const std::int64_t global_tokens = batch.tgt_tokens;
-      step_tokens += global_tokens;
-      if (world_size() > 1) batch = shard_of(batch, train_split, rank(), world_size());
-      const double share = static_cast<double>(batch.tgt_tokens) / static_cast<double>(global_tokens);
-      if (batch.rows() == 0) continue;  // more ranks than rows: this rank adds zero gradients
-      // --trace: hooks on every module for the first micro-batch of the first trace_steps steps
-      std::unique_ptr<ModuleTrace> trace;
-      if (micro == 0 && st.step - start_step < options.trace_steps && is_main())
-        trace = std::make_unique<ModuleTrace>(model, /*gradients=*/true);
-      Tensor logits = model.forward(batch.src, batch.tgt_in);  // (B,T,V)
-      const std::int64_t V = logits.size(-1);
-      Tensor flat_logits = logits.reshape({-1, V});           // (B*T, V)
-      Tensor targets = batch.tgt_out.reshape({-1});            // (B*T)
-      Tensor loss = cross_entropy(flat_logits, targets, pad, cfg.train.label_smoothing);
-      if (share != 1.0) loss = mul(loss, share);
-      if (cfg.train.accum_steps > 1) loss = div(loss, static_cast<double>(cfg.train.accum_steps));
-      if (micro == 0 && st.step == start_step && !options.dump_graph.empty() && is_main())
-        dump_graph(loss, model, options.dump_graph, std::cout);  // before backward frees the saved tensors
-      loss.backward();
-      if (trace) {
-        trace->stop();
-        write_step_trace(trace_out, st.step + 1, *trace);
-        trace.reset();
-      }
-      step_loss += loss.item();
-      if (log_now) {  // the unsmoothed NLL of the same batches, for the log line
-        NoGradGuard no_grad;
-        const double nll = cross_entropy(flat_logits.detach(), targets, pad, 0.0).item() * share /
-                           static_cast<double>(cfg.train.accum_steps);
-        step_nll += nll;
-      }
-    }
-    if (epoch_limit) {
+  while (run.st.step < cfg.train.max_steps) {
+    const bool log_now = is_log_step(run);
+    const StepResult r = train_step(run, log_now);
+    if (r.epoch_limit) {
       stop_reason = "max_epochs reached";
       break;
     }
-    if (world_size() > 1) {
-      // data-parallel: add up the ranks' gradients (one MPI_Allreduce over a flat buffer) and
-      // losses; from here on every rank holds the same numbers and takes the same step
-      allreduce_gradients(optimizer->params());
-      std::vector<double> losses = {step_loss, step_nll};
-      allreduce_sum(losses);
-      step_loss = losses[0], step_nll = losses[1];
-    }
-    const double grad_norm = clip_grad_norm(optimizer->params(), cfg.train.clip_norm);
-    if (!std::isfinite(step_loss) || !std::isfinite(grad_norm)) {
-      optimizer->zero_grad();
-      ++st.nonfinite_streak;
-      progress.line("step " + std::to_string(st.step + 1) + ": non-finite " + (std::isfinite(step_loss) ? "gradient norm" : "loss") +
-                    ", update skipped (" + std::to_string(st.nonfinite_streak) + " in a row)");
-      metrics.row(st.step + 1, batcher.position().epoch, "skipped", step_loss, NAN, NAN, NAN, grad_norm, NAN, st.elapsed_seconds);
-      if (st.nonfinite_streak >= cfg.train.max_nonfinite) {
-        progress.line("stopping: " + std::to_string(st.nonfinite_streak) +
-                      " non-finite steps in a row (train.max_nonfinite); the last good checkpoint is " + last_path.string() +
-                      ". Try a lower train.lr or train.clip_norm.");
-        return 1;
-      }
+    if (r.skipped) {
+      if (report_skipped(run, r)) return 1;
       continue;
     }
-    st.nonfinite_streak = 0;
-    const double lr = schedule.at(st.step + 1);
-    optimizer->step(lr);
-    optimizer->zero_grad();
-    ++st.step;
-    st.tokens_seen += step_tokens;
-    interval_tokens += step_tokens;
+    run.st.nonfinite_streak = 0;
+    ++run.st.step;
+    run.st.tokens_seen += r.tokens;
+    run.interval_tokens += r.tokens;
     last_was_validation = false;
-
-    const double now = std::chrono::duration<double>(Clock::now() - session_start).count();
-    st.elapsed_seconds = elapsed_before + now;
-    const double per_step = now / static_cast<double>(st.step - start_step);
-    const double eta = per_step * static_cast<double>(cfg.train.max_steps - st.step);
-    const double interval_s = std::chrono::duration<double>(Clock::now() - interval_start).count();
-    const double tok_per_s = interval_s > 0 ? static_cast<double>(interval_tokens) / interval_s : 0;
-    const double allreduce_share = world_size() > 1 && interval_s > 0 ? (allreduce_seconds() - interval_allreduce_start) / interval_s : NAN;
-    if (progress.tty()) {
-      std::ostringstream os;
-      os << "step " << st.step << "/" << cfg.train.max_steps << " | epoch " << batcher.position().epoch + 1 << " | loss "
-         << std::fixed << std::setprecision(3) << step_loss << " | lr " << std::scientific << std::setprecision(2) << lr
-         << " | " << std::fixed << std::setprecision(0) << tok_per_s << " tok/s | ETA " << format_duration(eta);
-      if (world_size() > 1)  // data-parallel: tokens/s of all ranks together
-        os << " | " << world_size() << " ranks, allreduce " << std::setprecision(1) << 100 * allreduce_share << "%";
-      progress.bar(os.str());
-    }
-    if (log_now) {
-      // loss and nll of this step's batches (the same data, so they compare); tokens/s over the
-      // interval since the last log line
-      metrics.row(st.step, batcher.position().epoch, "train", step_loss, step_nll, lr, tok_per_s, grad_norm, NAN, st.elapsed_seconds,
-                  allreduce_share);
-      if (!progress.tty()) {
-        std::ostringstream os;
-        os << "step " << st.step << "/" << cfg.train.max_steps << " epoch " << batcher.position().epoch + 1 << " loss " << std::fixed
-           << std::setprecision(3) << step_loss << " nll " << step_nll << " ppl " << std::setprecision(2) << std::exp(step_nll)
-           << " lr " << std::scientific << std::setprecision(2) << lr << " " << std::fixed << std::setprecision(0) << tok_per_s
-           << " tok/s ETA " << format_duration(eta);
-        if (world_size() > 1)  // tokens/s above are all ranks' together
-          os << " (" << world_size() << " ranks, allreduce " << std::setprecision(1) << 100 * allreduce_share << "% of the time)";
-        progress.line(os.str());
-      }
-      interval_tokens = 0;
-      interval_start = Clock::now();
-      interval_allreduce_start = allreduce_seconds();
-    }
-    if (st.step % cfg.train.valid_every == 0) {
+    log_step(run, r, log_now);
+    if (run.st.step % cfg.train.valid_every == 0) {
       last_was_validation = true;
-      check_parameters_in_sync(optimizer->params());  // data-parallel: the ranks still agree
+      run.parallel.check_in_sync(run.optimizer->params());  // data-parallel: the ranks still agree
       // data-parallel: rank 0 validates (and saves); the others wait for its patience verdict
-      if (allreduce_max(is_main() && validate() ? 1 : 0) != 0) {
+      if (run.parallel.max_over_ranks(is_main() && validate(run) ? 1 : 0) != 0) {
         stop_reason = "no improvement in " + std::to_string(cfg.train.patience) + " validations (train.patience)";
         break;
       }
     }
-    if (const int sig = allreduce_max(g_signal); sig != 0) {  // data-parallel: a signal on any rank stops all
-      save(last_path);
-      progress.line(std::string("interrupted (") + (sig == SIGINT ? "SIGINT" : "SIGTERM") + ") at step " + std::to_string(st.step) +
-                    "; saved " + last_path.string() + "\nresume with: scratchformer train --config " + cfg.source_path +
-                    " --resume");
-      return 128 + sig;
-    }
+    if (const int status = stop_on_signal(run); status != 0) return status;
   }
-  if (!is_main()) return 0;  // data-parallel: the rest (validation, test BLEU) is rank 0's
-  if (!last_was_validation && st.step > start_step && validate()) stop_reason += "; patience ran out";
-  if (st.step == start_step && !fs::exists(last_path)) save(last_path);
-  progress.line("training stopped: " + stop_reason + " after " + std::to_string(st.step) + " steps, " +
-                format_duration(st.elapsed_seconds) + " of training");
-
-  // ---- test BLEU with the best checkpoint, and a few samples ----
-  if (!cfg.data.test_src.empty() && !cfg.data.test_tgt.empty()) {
-    if (fs::exists(best_path)) model.load_state_dict(load_checkpoint(best_path.string()).model);
-    EncodedSplit test = load_split(cfg.data.test_src, cfg.data.test_tgt, tok, cfg.model.max_len - 2, "test", progress);
-    std::vector<std::string> hyps;
-    const BleuResult bleu = evaluate_bleu(model, tok, test.src, test.tgt_text, valid_decode, cfg.data.bleu_tokenize, &hyps);
-    progress.line("test (" + std::string(fs::exists(best_path) ? "checkpoint-best" : "last weights") + "): " + format_bleu(bleu));
-    for (std::size_t i = 0; i < std::min<std::size_t>(5, hyps.size()); ++i)
-      progress.line("  src: " + test.src_text[i] + "\n  ref: " + test.tgt_text[i] + "\n  hyp: " + hyps[i]);
-    metrics.row(st.step, batcher.position().epoch, "test", NAN, NAN, NAN, NAN, NAN, bleu.score, st.elapsed_seconds);
-  }
-  return 0;
+  return finish(run, stop_reason, last_was_validation);
 }
 
 }  // namespace sf::train

@@ -13,7 +13,7 @@
 
 #include "autograd/generator.h"
 #include "autograd/ops.h"
-#include "autograd/threads.h"
+#include "autograd/runtime/threads.h"
 #include "nn/attention.h"
 
 namespace {

@@ -10,7 +10,7 @@
 //             process, no sharding) to float64 rounding, i.e. the loss normalisation is right.
 //   die       rank 1 kills itself (SIGKILL) between two allreduces; rank 0 keeps calling allreduce
 //             and must not hang: mpirun ends the job with a non-zero status.
-//   throw     rank 1 throws; the exception handler (as in train/main.cpp) calls abort_job, which
+//   throw     rank 1 throws; the exception handler (as in train/cli/main.cpp) calls abort_job, which
 //             must end every rank with its exit code and the message on stderr.
 //
 // Letters: B batch rows, S source length, T target length, V vocabulary.
@@ -28,11 +28,11 @@
 
 #include "autograd/node.h"
 #include "autograd/ops.h"
-#include "autograd/threads.h"
+#include "autograd/runtime/threads.h"
 #include "data/batcher.h"
 #include "data/tokenizer.h"
 #include "nn/seq2seq.h"
-#include "train/distributed.h"
+#include "train/distributed/distributed.h"
 #include "train/optim.h"
 
 using namespace sf;

@@ -18,7 +18,7 @@
 #   sf-graph [-d DEPTH] EXPR  the autograd graph below a tensor or a node, one op per line
 #
 # Loading: programs that link autograd name this file in their .debug_gdb_scripts section
-# (autograd/gdb_autoload.cpp), so gdb loads it by itself once the repository is a safe path:
+# (autograd/runtime/gdb_autoload.cpp), so gdb loads it by itself once the repository is a safe path:
 #     echo "add-auto-load-safe-path /path/to/scratchformer" >> ~/.gdbinit
 # By hand: (gdb) source /path/to/scratchformer/tools/gdb/scratchformer_printers.py
 #

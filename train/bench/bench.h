@@ -17,7 +17,7 @@
 //                  one step's graph (plus the program and its libraries). Inside a longer-lived
 //                  program (the tests) it is that program's peak so far. No fork: a child of a
 //                  process that has used OpenMP hangs in its first parallel region (libgomp).
-//   sgemm          sf::gemm (autograd/gemm.h: single-threaded OpenBLAS sgemm per thread on
+//   sgemm          sf::gemm (autograd/runtime/gemm.h: single-threaded OpenBLAS sgemm per thread on
 //                  blocks of C) alone, on preallocated buffers, on the step's largest product
 //                  (the output projection for the reference): the machine's attainable rate;
 //                  model FLOPs utilisation (MFU) = achieved GFLOP/s / this
@@ -60,7 +60,7 @@
 //                  table. Memory crosses much earlier: one layer's (B,H,T,T) weights outgrow its
 //                  (B,T,D) activations once T > D / H (64 for the reference), and time, with
 //                  the T^2 softmax, masking and per-pair products, somewhere between.
-//   peak memory    the tensor-storage counters (autograd/memory_stats.h), peak reset before each
+//   peak memory    the tensor-storage counters (autograd/runtime/memory_stats.h), peak reset before each
 //                  row, minus what was alive then: model, Adam state, batch and one step's
 //                  graph. Plain keeps every layer's (B,H,T,T) attention weights for backward,
 //                  tiled keeps O(B H T) numbers, so their difference is attention's T^2 memory.
@@ -87,7 +87,7 @@
 #include <vector>
 
 #include "autograd/generator.h"
-#include "autograd/small_gemm.h"
+#include "autograd/runtime/small_gemm.h"
 #include "autograd/tensor.h"
 #include "nn/seq2seq.h"
 #include "train/config.h"
@@ -141,7 +141,7 @@ struct GemmCall {
   bool accumulate = false;  // adds onto C (beta = 1): a Linear's forward, C starting as the bias
   double flops() const { return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) *
                                 static_cast<double>(count); }
-  // The slices of a batched product small enough for small_gemm (autograd/small_gemm.h) rather
+  // The slices of a batched product small enough for small_gemm (autograd/runtime/small_gemm.h) rather
   // than BLAS: the same rule as ops_matmul.cpp.
   bool uses_small_gemm() const { return count > 1 && m * n * k <= kSmallGemmMaxMacs; }
 };
@@ -162,7 +162,7 @@ RandomBatch random_batch(std::int64_t vocab, std::int64_t batch, std::int64_t sr
 
 // One optimizer step as train() takes it (one batch, no accumulation): forward, label-smoothed
 // cross-entropy ignoring padding, backward, clip_grad_norm, step(lr), zero_grad. Returns the loss.
-double training_step(const nn::Seq2SeqTransformer& model, Optimizer& optimizer, const RandomBatch& batch,
+double training_step(const nn::Model& model, Optimizer& optimizer, const RandomBatch& batch,
                      const TrainSection& train, double lr);
 
 // ---- the scaling table (--scaling) ----------------------------------------------------------

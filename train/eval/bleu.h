@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-namespace sf {
+namespace sf::train {
 
 // sacreBLEU's default tokenizer (Tokenizer13a, the mteval-v13a.pl rules used by WMT):
 //   1. remove "<skipped>" and "-\n", turn "\n" into a space, unescape &quot; &amp; &lt; &gt;;
@@ -66,4 +66,4 @@ BleuResult corpus_bleu(const std::vector<std::string>& hypotheses, const std::ve
 //    (BP = 0.978 ratio = 0.978 hyp_len = 123 ref_len = 126)"   (one line)
 std::string format_bleu(const BleuResult& result);
 
-}  // namespace sf
+}  // namespace sf::train

@@ -6,7 +6,7 @@
 //   metrics/helpers.py            -> count_ngrams
 //   metrics/bleu.py               -> corpus_bleu, compute_bleu, format_bleu
 // The tokenizers work on code points (std::u32string), as Python's str does.
-#include "train/bleu.h"
+#include "train/eval/bleu.h"
 
 #include <algorithm>
 #include <cmath>
@@ -14,7 +14,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
-namespace sf {
+namespace sf::train {
 namespace {
 
 constexpr int kMaxOrder = 4;                       // BLEU-4: n-grams of 1..4 tokens
@@ -418,4 +418,4 @@ std::string format_bleu(const BleuResult& result) {
   return (result.signature.empty() ? std::string("BLEU") : "BLEU|" + result.signature) + buffer;
 }
 
-}  // namespace sf
+}  // namespace sf::train

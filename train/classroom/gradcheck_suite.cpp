@@ -1,4 +1,4 @@
-#include "train/gradcheck_suite.h"
+#include "train/classroom/gradcheck_suite.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -1,4 +1,4 @@
-#include "train/summary.h"
+#include "train/classroom/summary.h"
 
 #include <algorithm>
 #include <iomanip>
@@ -102,7 +102,7 @@ FlopsPerToken flops_per_token(const nn::ModelConfig& m, std::int64_t length) {
 std::string model_summary(const Config& cfg, std::int64_t vocab, std::int64_t length, std::int64_t batch) {
   Generator gen(0);
   const nn::ModelConfig m = model_config_from(cfg.model, vocab, vocab);
-  nn::Seq2SeqTransformer model(m, gen);
+  const std::unique_ptr<nn::Model> model = nn::make_model(m, gen);
   std::ostringstream os;
   const double D = static_cast<double>(m.d_model), F = static_cast<double>(m.d_ff), V = static_cast<double>(vocab);
   const double kv = static_cast<double>(m.kv_heads() * m.head_dim());
@@ -110,7 +110,7 @@ std::string model_summary(const Config& cfg, std::int64_t vocab, std::int64_t le
      << " Dh=" << m.head_dim() << " F=" << m.d_ff << " layers " << m.encoder_layers << "+" << m.decoder_layers
      << " V=" << vocab << " (" << cfg.model.norm_position << "-" << cfg.model.norm << ", " << cfg.model.positional
      << ", " << cfg.model.activation << ")\n\n";
-  os << module_tree(model, "model") << "\n";
+  os << module_tree(*model, "model") << "\n";
 
   const double attn = 2 * D * D + 2 * D * kv + (2 * D + 2 * kv);  // weights + biases
   const double ffn = 2 * D * F + F + D + (m.activation == nn::Activation::SwiGLU ? D * F + F : 0);
@@ -129,7 +129,7 @@ std::string model_summary(const Config& cfg, std::int64_t vocab, std::int64_t le
   os << "  decoder layer     16D² = " << with_commas(16 * D * D) << " (at F = 4D)   exact " << with_commas(dec_layer) << "\n";
   os << "  embeddings        V·D = " << with_commas(V * D) << " x" << (m.share_embeddings ? 1 : 2)
      << (m.tie_output ? " (output tied)" : " + output V·D") << "\n";
-  os << "  total             formula " << with_commas(estimate) << "   model " << with_commas(static_cast<double>(model.parameter_count()))
+  os << "  total             formula " << with_commas(estimate) << "   model " << with_commas(static_cast<double>(model->parameter_count()))
      << "\n\n";
 
   const FlopsPerToken f = flops_per_token(m, length);

@@ -24,9 +24,11 @@
 #include <string>
 #include <vector>
 
-#include "train/optim.h"
+#include "nn/module.h"
 
 namespace sf::train {
+
+using nn::NamedParameters;
 
 // ---- the world ----------------------------------------------------------------------------
 // Initialises MPI if this process was started by an MPI launcher (mpirun sets

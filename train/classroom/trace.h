@@ -20,12 +20,15 @@
 
 #include <cstdint>
 #include <ostream>
+#include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "autograd/tensor.h"
+#include "nn/model.h"
 #include "nn/module.h"
-#include "nn/seq2seq.h"
+#include "train/trainer.h"
 
 namespace sf::train {
 
@@ -83,12 +86,34 @@ void write_step_trace(std::ostream& out, std::int64_t step, const ModuleTrace& t
 
 // translate --trace: encodes `src_ids` (one sentence) and runs `steps` greedy decoding steps
 // with the KV cache, under a trace, then writes the forward table. No gradients.
-void trace_translation(nn::Seq2SeqTransformer& model, const std::vector<std::int64_t>& src_ids, std::int64_t steps,
-                       std::ostream& out);
+void trace_translation(nn::Model& model, const std::vector<std::int64_t>& src_ids, std::int64_t steps, std::ostream& out);
 
 // --dump-graph: writes the autograd graph ending in `loss` as DOT to `path`, with the model's
 // parameter names; if Graphviz's `dot` is installed, renders path with .svg as well. Reports
 // what it wrote (or how to render it) on `log`.
 void dump_graph(const Tensor& loss, const nn::Module& model, const std::string& path, std::ostream& log);
+
+// `train --trace [--trace-steps N] [--trace-file F] [--dump-graph F]` as hooks on the training
+// loop (train/trainer.h): a ModuleTrace on the first micro-batch of the session's first
+// trace_steps steps, written after its backward; the first step's graph before its backward.
+struct TraceOptions {
+  std::int64_t trace_steps = 0;  // 0 = no trace
+  std::string trace_file{};      // "" = stderr
+  std::string dump_graph{};      // "" = no graph
+};
+
+class TraceHooks : public StepHooks {
+ public:
+  explicit TraceHooks(TraceOptions options);
+  void begin() override;  // opens trace_file
+  void before_forward(nn::Model& model, std::int64_t session_step, std::int64_t step) override;
+  void before_backward(const Tensor& loss, nn::Model& model, std::int64_t session_step, std::int64_t step) override;
+  void after_backward(std::int64_t session_step, std::int64_t step) override;
+
+ private:
+  TraceOptions options_;
+  std::ofstream file_;
+  std::unique_ptr<ModuleTrace> trace_;
+};
 
 }  // namespace sf::train

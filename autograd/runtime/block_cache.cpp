@@ -1,5 +1,5 @@
 // BlockCache: see block_cache.h.
-#include "autograd/block_cache.h"
+#include "autograd/runtime/block_cache.h"
 
 #include <cstdlib>
 #include <mutex>

@@ -1,4 +1,4 @@
-#include "train/decode.h"
+#include "train/eval/decode.h"
 
 #include <algorithm>
 #include <cmath>
@@ -29,29 +29,19 @@ std::vector<std::int64_t> source_lengths(const Tensor& src, std::int64_t pad) {
 
 // Logits (rows, V) for the next token of every row. With the cache only the newest token is fed;
 // without it the whole prefix is decoded again and the last position is kept.
-Tensor next_logits(const nn::Seq2SeqTransformer& model, const nn::Seq2SeqTransformer::Encoded& enc,
-                   nn::DecoderCache& cache, const std::vector<std::vector<std::int64_t>>& prefixes, bool use_cache) {
+Tensor next_logits(const nn::Model& model, nn::DecodeState& state, const std::vector<std::vector<std::int64_t>>& prefixes,
+                   bool use_cache) {
   const std::int64_t rows = static_cast<std::int64_t>(prefixes.size());
   if (use_cache) {
     std::vector<std::int64_t> last(rows);
     for (std::int64_t r = 0; r < rows; ++r) last[r] = prefixes[r].back();
-    return model.decode_step(from_vector<std::int64_t>(last, {rows, 1}), enc, cache);  // (rows, V)
+    return model.decode_step(from_vector<std::int64_t>(last, {rows, 1}), state);  // (rows, V)
   }
   const std::int64_t T = static_cast<std::int64_t>(prefixes[0].size());
   std::vector<std::int64_t> flat;
   for (const auto& p : prefixes) flat.insert(flat.end(), p.begin(), p.end());
-  Tensor logits = model.decode(from_vector<std::int64_t>(flat, {rows, T}), enc);  // (rows, T, V)
-  return logits.narrow(1, T - 1, 1).squeeze(1).contiguous();                       // (rows, V)
-}
-
-// Repeats every row of the encoder output `times` times: (B, ...) -> (B*times, ...).
-nn::Seq2SeqTransformer::Encoded repeat_rows(const nn::Seq2SeqTransformer::Encoded& enc, std::int64_t times) {
-  const std::int64_t B = enc.memory.size(0);
-  std::vector<std::int64_t> idx;
-  for (std::int64_t b = 0; b < B; ++b)
-    for (std::int64_t k = 0; k < times; ++k) idx.push_back(b);
-  Tensor index = from_vector<std::int64_t>(idx, {B * times});
-  return {index_select(enc.memory, 0, index), index_select(enc.src_mask, 0, index)};
+  Tensor logits = model.decode_prefix(from_vector<std::int64_t>(flat, {rows, T}), state);  // (rows, T, V)
+  return logits.narrow(1, T - 1, 1).squeeze(1).contiguous();                               // (rows, V)
 }
 
 // Tokens a translation may never contain: padding and BOS (the model could in principle give
@@ -73,7 +63,7 @@ std::vector<std::int64_t> argmax_rows(const Tensor& logits, std::int64_t pad) {
 
 }  // namespace
 
-std::int64_t max_target_length(const nn::Seq2SeqTransformer& model, std::int64_t src_len, const DecodeOptions& opt) {
+std::int64_t max_target_length(const nn::Model& model, std::int64_t src_len, const DecodeOptions& opt) {
   const auto n = static_cast<std::int64_t>(std::ceil(opt.max_len_a * static_cast<double>(src_len))) + opt.max_len_b;
   // the decoder input holds BOS plus the generated tokens, and must fit the position table
   return std::clamp<std::int64_t>(n, 1, model.config().max_len - 1);
@@ -81,7 +71,7 @@ std::int64_t max_target_length(const nn::Seq2SeqTransformer& model, std::int64_t
 
 // Each sentence's maximum output length (max_target_length of its source length); `longest`
 // receives the largest, the number of decoding steps the batch may need.
-static std::vector<std::int64_t> length_limits(const nn::Seq2SeqTransformer& model, const Tensor& src, const DecodeOptions& opt,
+static std::vector<std::int64_t> length_limits(const nn::Model& model, const Tensor& src, const DecodeOptions& opt,
                                         std::int64_t& longest) {
   const auto lens = source_lengths(src, model.config().pad_id);
   std::vector<std::int64_t> limit(lens.size());
@@ -100,20 +90,19 @@ Tensor pad_batch(const std::vector<std::vector<std::int64_t>>& seqs, std::int64_
 }
 
 // ---- greedy -------------------------------------------------------------------------------
-std::vector<std::vector<std::int64_t>> greedy_decode(const nn::Seq2SeqTransformer& model, const Tensor& src,
+std::vector<std::vector<std::int64_t>> greedy_decode(const nn::Model& model, const Tensor& src,
                                                      const DecodeOptions& opt) {
   NoGradGuard no_grad;
   const std::int64_t B = src.size(0), pad = model.config().pad_id;
   std::int64_t longest = 0;
   const auto limit = length_limits(model, src, opt, longest);
 
-  const auto enc = model.encode(src);  // memory: (B,S,D)
-  nn::DecoderCache cache = model.new_cache();
+  const auto state = model.start_decoding(src);  // prefill: the encoder reads the source once
   std::vector<std::vector<std::int64_t>> prefixes(B, std::vector<std::int64_t>{kBos});
   std::vector<std::vector<std::int64_t>> out(B);
   std::vector<bool> done(B, false);
   for (std::int64_t t = 0; t < longest; ++t) {
-    const auto best = argmax_rows(next_logits(model, enc, cache, prefixes, opt.use_cache), pad);  // (B)
+    const auto best = argmax_rows(next_logits(model, *state, prefixes, opt.use_cache), pad);  // (B)
     bool all_done = true;
     for (std::int64_t b = 0; b < B; ++b) {
       if (!done[b]) {  // a finished row keeps decoding with the batch, but its output is frozen
@@ -138,7 +127,7 @@ std::vector<std::vector<std::int64_t>> greedy_decode(const nn::Seq2SeqTransforme
 // considered in order: an EOS among the first K finishes a hypothesis (score normalised by
 // length^alpha), other tokens fill the K beams of the next step. A sentence is done when it has K
 // finished hypotheses or reaches its maximum length (then its alive beams finish as they are).
-std::vector<std::vector<std::int64_t>> beam_search(const nn::Seq2SeqTransformer& model, const Tensor& src,
+std::vector<std::vector<std::int64_t>> beam_search(const nn::Model& model, const Tensor& src,
                                                    const DecodeOptions& opt) {
   NoGradGuard no_grad;
   const std::int64_t B = src.size(0), K = opt.beam, pad = model.config().pad_id;
@@ -146,8 +135,8 @@ std::vector<std::vector<std::int64_t>> beam_search(const nn::Seq2SeqTransformer&
   std::int64_t longest = 0;
   const auto limit = length_limits(model, src, opt, longest);
 
-  const auto enc = repeat_rows(model.encode(src), K);  // memory: (B*K,S,D)
-  nn::DecoderCache cache = model.new_cache();
+  const auto state = model.start_decoding(src);  // prefill: the encoder reads the source once
+  state->repeat_rows(K);                          // K beams per sentence: rows (B*K, ...)
   const double neg_inf = -std::numeric_limits<double>::infinity();
   std::vector<std::vector<std::int64_t>> prefixes(B * K, std::vector<std::int64_t>{kBos});
   std::vector<double> scores(B * K, neg_inf);  // total log-probability of each alive beam
@@ -160,7 +149,7 @@ std::vector<std::vector<std::int64_t>> beam_search(const nn::Seq2SeqTransformer&
   std::vector<bool> done(B, false);
 
   for (std::int64_t t = 0; t < longest; ++t) {
-    Tensor logits = next_logits(model, enc, cache, prefixes, opt.use_cache);  // (B*K, V)
+    Tensor logits = next_logits(model, *state, prefixes, opt.use_cache);  // (B*K, V)
     const std::int64_t V = logits.size(1);
     const auto logp = log_softmax(logits, -1).to_vector<float>();
     const double norm = std::pow(static_cast<double>(t + 1), opt.length_penalty);  // tokens incl. EOS
@@ -216,7 +205,7 @@ std::vector<std::vector<std::int64_t>> beam_search(const nn::Seq2SeqTransformer&
     }
     prefixes = std::move(next_prefixes);
     scores = new_scores;
-    if (opt.use_cache) cache.reorder(from_vector<std::int64_t>(from_row, {B * K}));
+    if (opt.use_cache) state->reorder(from_vector<std::int64_t>(from_row, {B * K}));
   }
 
   std::vector<std::vector<std::int64_t>> out(B);
@@ -229,7 +218,7 @@ std::vector<std::vector<std::int64_t>> beam_search(const nn::Seq2SeqTransformer&
   return out;
 }
 
-std::vector<std::vector<std::int64_t>> translate_batch(const nn::Seq2SeqTransformer& model, const Tensor& src,
+std::vector<std::vector<std::int64_t>> translate_batch(const nn::Model& model, const Tensor& src,
                                                        const DecodeOptions& opt) {
   return opt.beam <= 1 ? greedy_decode(model, src, opt) : beam_search(model, src, opt);
 }

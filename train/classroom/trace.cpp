@@ -1,4 +1,4 @@
-#include "train/trace.h"
+#include "train/classroom/trace.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <limits>
 #include <stdexcept>
 
@@ -134,8 +135,7 @@ void write_step_trace(std::ostream& out, std::int64_t step, const ModuleTrace& t
 
 // ---- translate --trace -------------------------------------------------------------------------
 
-void trace_translation(nn::Seq2SeqTransformer& model, const std::vector<std::int64_t>& src_ids, std::int64_t steps,
-                       std::ostream& out) {
+void trace_translation(nn::Model& model, const std::vector<std::int64_t>& src_ids, std::int64_t steps, std::ostream& out) {
   if (src_ids.empty()) throw std::invalid_argument("translate --trace: the first input sentence is empty");
   NoGradGuard no_grad;
   model.eval();
@@ -143,18 +143,17 @@ void trace_translation(nn::Seq2SeqTransformer& model, const std::vector<std::int
   const Tensor src = from_vector(src_ids, {1, S});  // (1,S)
   out << "trace: the first sentence (" << S << " source tokens), encoder then greedy decoding steps with the KV cache\n"
       << "trace: mean, std, min and max are over the finite elements; nan and inf count the others\n\n";
-  nn::Encoded enc;
+  std::unique_ptr<nn::DecodeState> state;
   {
     ModuleTrace trace(model, false);
-    enc = model.encode(src);
+    state = model.start_decoding(src);  // the encoder reads the source
     trace.stop();
     out << format_trace_table("trace translate: encoder", trace.forward_rows());
   }
-  nn::DecoderCache cache = model.new_cache();
   std::int64_t token = data::kBosId;
   for (std::int64_t step = 1; step <= steps; ++step) {
     ModuleTrace trace(model, false);
-    const Tensor logits = model.decode_step(from_vector(std::vector<std::int64_t>{token}, {1, 1}), enc, cache);  // (1,V)
+    const Tensor logits = model.decode_step(from_vector(std::vector<std::int64_t>{token}, {1, 1}), *state);  // (1,V)
     trace.stop();
     out << format_trace_table("trace translate: decoding step " + std::to_string(step) + " (input token id " +
                                   std::to_string(token) + ")",
@@ -164,6 +163,32 @@ void trace_translation(nn::Seq2SeqTransformer& model, const std::vector<std::int
     if (token == data::kEosId) break;
   }
   out.flush();
+}
+
+// ---- the training loop's hooks -------------------------------------------------------------------
+
+TraceHooks::TraceHooks(TraceOptions options) : options_(std::move(options)) {}
+
+void TraceHooks::begin() {
+  if (options_.trace_steps > 0 && !options_.trace_file.empty()) {
+    file_.open(options_.trace_file, std::ios::trunc);
+    if (!file_) throw std::runtime_error("--trace-file: cannot open " + options_.trace_file + " for writing");
+  }
+}
+
+void TraceHooks::before_forward(nn::Model& model, std::int64_t session_step, std::int64_t step) {
+  if (session_step < options_.trace_steps) trace_ = std::make_unique<ModuleTrace>(model, /*gradients=*/true);
+}
+
+void TraceHooks::before_backward(const Tensor& loss, nn::Model& model, std::int64_t session_step, std::int64_t step) {
+  if (session_step == 0 && !options_.dump_graph.empty()) dump_graph(loss, model, options_.dump_graph, std::cout);
+}
+
+void TraceHooks::after_backward(std::int64_t session_step, std::int64_t step) {
+  if (!trace_) return;
+  trace_->stop();
+  write_step_trace(file_.is_open() ? static_cast<std::ostream&>(file_) : std::cerr, step, *trace_);
+  trace_.reset();
 }
 
 // ---- --dump-graph --------------------------------------------------------------------------------

@@ -4,7 +4,7 @@
 // map data values to pixels; draw_frame() draws its grid, ticks and labels, and the callers add
 // rectangles, lines and dots inside it. Labels are measured with text_width(), an estimate from
 // the character count, which is what keeps rotated token labels from overlapping the maps.
-#include "train/plots.h"
+#include "train/classroom/plots.h"
 
 #include <unistd.h>
 

@@ -1,4 +1,4 @@
-#include "autograd/threads.h"
+#include "autograd/runtime/threads.h"
 
 #include <cblas.h>
 #include <malloc.h>

@@ -1,4 +1,4 @@
-#include "train/evaluate.h"
+#include "train/eval/evaluate.h"
 
 #include <algorithm>
 #include <numeric>
@@ -9,7 +9,7 @@
 
 namespace sf::train {
 
-LossResult evaluate_loss(nn::Seq2SeqTransformer& model, const std::vector<std::vector<std::int64_t>>& src,
+LossResult evaluate_loss(nn::Model& model, const std::vector<std::vector<std::int64_t>>& src,
                          const std::vector<std::vector<std::int64_t>>& tgt, std::int64_t batch_tokens,
                          double label_smoothing) {
   NoGradGuard no_grad;
@@ -36,7 +36,7 @@ LossResult evaluate_loss(nn::Seq2SeqTransformer& model, const std::vector<std::v
   return r;
 }
 
-std::vector<std::string> translate_all(const nn::Seq2SeqTransformer& model, const Tokenizers& tok,
+std::vector<std::string> translate_all(const nn::Model& model, const Tokenizers& tok,
                                        const std::vector<std::vector<std::int64_t>>& src, const DecodeOptions& options,
                                        std::int64_t sentences_per_batch) {
   // Sort by length so each batch pads little; write results back in the original order.
@@ -54,7 +54,7 @@ std::vector<std::string> translate_all(const nn::Seq2SeqTransformer& model, cons
   return out;
 }
 
-BleuResult evaluate_bleu(nn::Seq2SeqTransformer& model, const Tokenizers& tok,
+BleuResult evaluate_bleu(nn::Model& model, const Tokenizers& tok,
                          const std::vector<std::vector<std::int64_t>>& src, const std::vector<std::string>& references,
                          const DecodeOptions& options, const std::string& bleu_tokenize,
                          std::vector<std::string>* hypotheses) {

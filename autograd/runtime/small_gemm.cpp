@@ -1,5 +1,5 @@
 // small_gemm: see small_gemm.h for what it computes and why it exists.
-#include "autograd/small_gemm.h"
+#include "autograd/runtime/small_gemm.h"
 
 #include <vector>
 

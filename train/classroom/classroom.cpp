@@ -1,4 +1,4 @@
-#include "train/classroom.h"
+#include "train/classroom/classroom.h"
 
 #include <algorithm>
 #include <cmath>
@@ -15,8 +15,9 @@
 #include "data/tokenizer.h"
 #include "nn/attention.h"
 #include "nn/positional.h"
-#include "train/decode.h"
-#include "train/plots.h"
+#include "nn/seq2seq.h"
+#include "train/eval/decode.h"
+#include "train/classroom/plots.h"
 #include "train/schedule.h"
 
 namespace sf::train {
@@ -199,9 +200,18 @@ std::size_t display_width(const std::string& text) {
   return width;
 }
 
+// The encoder-decoder behind a checkpoint (its decoder's attention layers are drawn).
+const nn::Seq2SeqTransformer& encoder_decoder(const InferenceModel& im) {
+  const auto* model = dynamic_cast<const nn::Seq2SeqTransformer*>(im.model.get());
+  if (!model)
+    throw std::invalid_argument(std::string("attention: the checkpoint's model is ") + nn::arch_name(im.model->config().arch) +
+                                "; this command needs encoder-decoder");
+  return *model;
+}
+
 AttentionFigures attention_figures(const InferenceModel& im, const std::string& source,
                                    const std::optional<std::string>& target) {
-  const nn::Seq2SeqTransformer& model = *im.model;
+  const nn::Seq2SeqTransformer& model = encoder_decoder(im);
   const Tokenizers& tok = *im.tokenizers;
   const std::int64_t limit = im.config.model.max_len - 2;
   const std::vector<std::int64_t> src_ids = encode_sentence(tok.src, source, "--src", limit);

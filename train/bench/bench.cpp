@@ -2,7 +2,7 @@
 //
 // Letters: B batch (sentence pairs), S source length, T target length, D d_model, H heads,
 // Hkv key/value heads, Dh head width, F feed-forward width, V vocabulary.
-#include "train/bench.h"
+#include "train/bench/bench.h"
 
 #include <omp.h>
 #include <sys/resource.h>
@@ -21,15 +21,15 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "autograd/gemm.h"
-#include "autograd/memory_stats.h"
-#include "autograd/small_gemm.h"
+#include "autograd/runtime/gemm.h"
+#include "autograd/runtime/memory_stats.h"
+#include "autograd/runtime/small_gemm.h"
 #include "autograd/ops.h"
-#include "autograd/threads.h"
+#include "autograd/runtime/threads.h"
 #include "data/corpus.h"
 #include "data/tokenizer.h"
 #include "nn/feed_forward.h"
-#include "train/decode.h"
+#include "train/eval/decode.h"
 #include "train/setup.h"
 
 namespace sf::train {
@@ -242,7 +242,8 @@ struct StepTiming {
 // warmup + steps training steps of a fresh model of the config's shape on one random batch.
 StepTiming time_training(const Config& cfg, const nn::ModelConfig& mcfg, const BenchOptions& opt) {
   Generator gen(static_cast<std::uint64_t>(cfg.train.seed));
-  nn::Seq2SeqTransformer model(mcfg, gen);
+  const std::unique_ptr<nn::Model> built = nn::make_model(mcfg, gen);
+  nn::Model& model = *built;
   model.train();
   std::unique_ptr<Optimizer> optimizer = make_optimizer(cfg.train, model.named_parameters());
   const RandomBatch batch = random_batch(mcfg.tgt_vocab, opt.batch, opt.length, opt.length, gen);
@@ -271,7 +272,7 @@ struct DecodeTiming {
 
 // Decodes every source as translate_all does (sorted by length, batches of kDecodeBatch),
 // timing only the decoding.
-DecodeTiming time_decoding(const nn::Seq2SeqTransformer& model, const std::vector<std::vector<std::int64_t>>& sources,
+DecodeTiming time_decoding(const nn::Model& model, const std::vector<std::vector<std::int64_t>>& sources,
                            const DecodeOptions& options) {
   std::vector<std::size_t> order(sources.size());
   std::iota(order.begin(), order.end(), 0);
@@ -332,8 +333,8 @@ DecodeReport run_decoding(const Config& cfg, const BenchOptions& opt) {
   std::unique_ptr<InferenceModel> trained;
   std::unique_ptr<Tokenizers> tok;
   std::unique_ptr<Generator> gen;
-  std::unique_ptr<nn::Seq2SeqTransformer> random_model;
-  const nn::Seq2SeqTransformer* model = nullptr;
+  std::unique_ptr<nn::Model> random_model;
+  const nn::Model* model = nullptr;
   const data::Tokenizer* src_tok = nullptr;
   if (!opt.checkpoint.empty()) {
     trained = std::make_unique<InferenceModel>(load_inference_model(opt.checkpoint));
@@ -343,8 +344,7 @@ DecodeReport run_decoding(const Config& cfg, const BenchOptions& opt) {
   } else {
     tok = std::make_unique<Tokenizers>(load_or_train_tokenizers(cfg, static_cast<std::uint64_t>(cfg.train.seed)));
     gen = std::make_unique<Generator>(static_cast<std::uint64_t>(cfg.train.seed));
-    random_model = std::make_unique<nn::Seq2SeqTransformer>(
-        model_config_from(cfg.model, tok->src.vocab_size(), tok->tgt.vocab_size()), *gen);
+    random_model = nn::make_model(model_config_from(cfg.model, tok->src.vocab_size(), tok->tgt.vocab_size()), *gen);
     random_model->eval();
     model = random_model.get();
     src_tok = &tok->src;
@@ -450,7 +450,7 @@ RandomBatch random_batch(std::int64_t vocab, std::int64_t batch, std::int64_t sr
   return b;
 }
 
-double training_step(const nn::Seq2SeqTransformer& model, Optimizer& optimizer, const RandomBatch& batch,
+double training_step(const nn::Model& model, Optimizer& optimizer, const RandomBatch& batch,
                      const TrainSection& train, double lr) {
   Tensor logits = model.forward(batch.src, batch.tgt_in);  // (B,T,V)
   const std::int64_t V = logits.size(-1);

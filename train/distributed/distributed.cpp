@@ -1,4 +1,4 @@
-#include "train/distributed.h"
+#include "train/distributed/distributed.h"
 
 #include <algorithm>
 #include <chrono>

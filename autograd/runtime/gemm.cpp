@@ -1,5 +1,5 @@
 // gemm: see gemm.h for why the products are split here rather than inside OpenBLAS.
-#include "autograd/gemm.h"
+#include "autograd/runtime/gemm.h"
 
 #include <cblas.h>
 #include <omp.h>

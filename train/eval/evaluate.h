@@ -4,12 +4,14 @@
 #include <string>
 #include <vector>
 
-#include "nn/seq2seq.h"
-#include "train/bleu.h"
-#include "train/decode.h"
-#include "train/setup.h"
+#include "nn/model.h"
+#include "train/eval/bleu.h"
+#include "train/eval/decode.h"
+#include "data/tokenizer.h"
 
 namespace sf::train {
+
+using data::Tokenizers;
 
 struct LossResult {
   double loss = 0;  // label-smoothed cross-entropy per target token (what training minimises)
@@ -18,20 +20,20 @@ struct LossResult {
 };
 
 // Teacher-forced loss over all pairs (batched by token budget, in order, eval mode, no dropout).
-LossResult evaluate_loss(nn::Seq2SeqTransformer& model, const std::vector<std::vector<std::int64_t>>& src,
+LossResult evaluate_loss(nn::Model& model, const std::vector<std::vector<std::int64_t>>& src,
                          const std::vector<std::vector<std::int64_t>>& tgt, std::int64_t batch_tokens,
                          double label_smoothing);
 
 // Translates every source (token ids) and scores the detokenized output against the reference
 // lines with corpus BLEU. Sentences are decoded in batches of similar length; `hypotheses`, if
 // given, receives the translations in the original order.
-BleuResult evaluate_bleu(nn::Seq2SeqTransformer& model, const Tokenizers& tok,
+BleuResult evaluate_bleu(nn::Model& model, const Tokenizers& tok,
                          const std::vector<std::vector<std::int64_t>>& src, const std::vector<std::string>& references,
                          const DecodeOptions& options, const std::string& bleu_tokenize,
                          std::vector<std::string>* hypotheses = nullptr);
 
 // Translates token-id sources, returning detokenized text in the original order.
-std::vector<std::string> translate_all(const nn::Seq2SeqTransformer& model, const Tokenizers& tok,
+std::vector<std::string> translate_all(const nn::Model& model, const Tokenizers& tok,
                                        const std::vector<std::vector<std::int64_t>>& src, const DecodeOptions& options,
                                        std::int64_t sentences_per_batch = 64);
 

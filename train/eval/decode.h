@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "autograd/tensor.h"
-#include "nn/seq2seq.h"
+#include "nn/model.h"
 
 namespace sf::train {
 
@@ -27,18 +27,18 @@ struct DecodeOptions {
 };
 
 // The maximum number of generated tokens (EOS included) for a source of `src_len` tokens.
-std::int64_t max_target_length(const nn::Seq2SeqTransformer& model, std::int64_t src_len, const DecodeOptions& opt);
+std::int64_t max_target_length(const nn::Model& model, std::int64_t src_len, const DecodeOptions& opt);
 
 // src: (B,S) int64 padded with the model's pad id. Returns B token sequences.
-std::vector<std::vector<std::int64_t>> greedy_decode(const nn::Seq2SeqTransformer& model, const Tensor& src,
+std::vector<std::vector<std::int64_t>> greedy_decode(const nn::Model& model, const Tensor& src,
                                                      const DecodeOptions& opt);
 
 // Beam search over every sentence of the batch at once (B*K rows share one KV cache).
-std::vector<std::vector<std::int64_t>> beam_search(const nn::Seq2SeqTransformer& model, const Tensor& src,
+std::vector<std::vector<std::int64_t>> beam_search(const nn::Model& model, const Tensor& src,
                                                    const DecodeOptions& opt);
 
 // greedy_decode or beam_search according to opt.beam.
-std::vector<std::vector<std::int64_t>> translate_batch(const nn::Seq2SeqTransformer& model, const Tensor& src,
+std::vector<std::vector<std::int64_t>> translate_batch(const nn::Model& model, const Tensor& src,
                                                        const DecodeOptions& opt);
 
 // Pads token sequences into a (B, max length) int64 tensor (what translate_batch takes).

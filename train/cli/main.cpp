@@ -27,19 +27,19 @@
 #include "autograd/generator.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
-#include "autograd/threads.h"
+#include "autograd/runtime/threads.h"
 #include "data/corpus.h"
-#include "train/bench.h"
-#include "train/bleu.h"
-#include "train/classroom.h"
+#include "train/bench/bench.h"
+#include "train/eval/bleu.h"
+#include "train/classroom/classroom.h"
 #include "train/config.h"
-#include "train/distributed.h"
-#include "train/evaluate.h"
-#include "train/gradcheck_suite.h"
-#include "train/plots.h"
+#include "train/distributed/distributed.h"
+#include "train/eval/evaluate.h"
+#include "train/classroom/gradcheck_suite.h"
+#include "train/classroom/plots.h"
 #include "train/setup.h"
-#include "train/summary.h"
-#include "train/trace.h"
+#include "train/classroom/summary.h"
+#include "train/classroom/trace.h"
 #include "train/trainer.h"
 
 namespace {
@@ -111,7 +111,7 @@ struct TranslateArgs {
 };
 
 // The first non-empty input sentence through encoder and trace_steps decoding steps, under a
-// trace (train/trace.h), written to --trace-file or stderr.
+// trace (train/classroom/trace.h), written to --trace-file or stderr.
 void trace_first_sentence(const train::InferenceModel& im, const std::vector<std::vector<std::int64_t>>& ids,
                           const TranslateArgs& a) {
   const auto first = std::find_if(ids.begin(), ids.end(), [](const auto& v) { return !v.empty(); });
@@ -190,8 +190,8 @@ int run_eval(const TranslateArgs& a, const std::string& src_path, const std::str
   data::ParallelCorpus corpus = data::read_parallel(src_path, ref_path);
   const auto ids = encode_inputs(corpus.src, *im.tokenizers, im.config.model.max_len - 2, src_path);
   const auto hyps = translate_lines(im, ids, decode_options(im, a));
-  const BleuResult bleu = corpus_bleu(hyps, corpus.tgt, im.config.data.bleu_tokenize);
-  std::cout << format_bleu(bleu) << "\n";
+  const train::BleuResult bleu = train::corpus_bleu(hyps, corpus.tgt, im.config.data.bleu_tokenize);
+  std::cout << train::format_bleu(bleu) << "\n";
   // teacher-forced loss on the pairs that fit the model
   std::vector<std::vector<std::int64_t>> src, tgt;
   for (std::size_t i = 0; i < ids.size(); ++i) {
@@ -214,7 +214,7 @@ int run_bleu(const std::string& ref_path, const std::string& tokenize) {
   if (hyps.size() != refs.size())
     throw std::invalid_argument("bleu: " + std::to_string(hyps.size()) + " hypotheses on stdin but " +
                                 std::to_string(refs.size()) + " references in " + ref_path);
-  std::cout << format_bleu(corpus_bleu(hyps, refs, tokenize)) << "\n";
+  std::cout << train::format_bleu(train::corpus_bleu(hyps, refs, tokenize)) << "\n";
   return 0;
 }
 
@@ -309,7 +309,7 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--set", overrides, "Override a config key: section.key=value (repeatable)");
   train_cmd->add_flag("--resume", resume, "Continue the run in run.dir from checkpoint-last.safetensors");
   bool train_trace = false;
-  train::TrainOptions train_opt;
+  train::TraceOptions train_opt;
   train_cmd->add_flag("--trace", train_trace, "Print each module's output and gradient statistics for the first step");
   train_cmd->add_option("--trace-steps", train_opt.trace_steps, "Trace the first N steps (implies --trace)")
       ->check(at_least_one("a number of steps"));
@@ -429,7 +429,7 @@ int main(int argc, char** argv) {
     std::cerr << "scratchformer: error: " << what << " (run with --help to see the options)\n";
     return 2;
   }
-  // MPI, when started by mpirun (data-parallel training, train/distributed.h); finalized when main
+  // MPI, when started by mpirun (data-parallel training, train/distributed/distributed.h); finalized when main
   // returns. Without mpirun this does nothing.
   std::optional<train::DistributedScope> distributed;
   try {
@@ -457,9 +457,9 @@ int main(int argc, char** argv) {
     }
     if (train_cmd->parsed()) {
       train::Config cfg = train::load_config(config_path, overrides);
-      train_opt.resume = resume;
       if (train_opt.trace_steps == 0 && (train_trace || !train_opt.trace_file.empty())) train_opt.trace_steps = 1;
-      return train::train(cfg, train_opt);
+      train::TraceHooks hooks(train_opt);
+      return train::train(cfg, {resume, &hooks});
     }
     if (translate_cmd->parsed()) {
       targs.trace = targs.trace || translate_cmd->count("--trace-steps") > 0 || !targs.trace_file.empty();

@@ -1,0 +1,79 @@
+// Model: the one interface through which everything above nn/ (training, decoding, evaluation,
+// the classroom commands, the bench) reaches a model. model.arch in the config chooses the
+// architecture, make_model() builds it:
+//
+//   encoder-decoder  Seq2SeqTransformer (nn/seq2seq.h): a bidirectional encoder reads the
+//                    source, a causal decoder cross-attends to it (translation)
+//
+// Letters: B batch, S source length, T target length, V vocabulary.
+//
+// Training and teacher-forced evaluation call forward(src, tgt_in): logits for the next token
+// at every target position, scored against tgt_out by cross-entropy. Generation has two phases
+// (the lecture's prefill and decode):
+//
+//   auto state = model.start_decoding(src);   // prefill: read the source once (B rows)
+//   Tensor logits = model.decode_step(tokens, *state);   // decode: (B,1) -> (B,V), one new
+//                                                         // position, keys/values cached
+//
+// A DecodeState holds what the steps reuse: the encoder output and every layer's KV cache.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "autograd/generator.h"
+#include "autograd/tensor.h"
+#include "nn/module.h"
+#include "nn/transformer_layers.h"
+
+namespace sf::nn {
+
+// What generation keeps from one step to the next, for B rows (sentences or beams).
+class DecodeState {
+ public:
+  virtual ~DecodeState() = default;
+  // Positions generated and cached so far (0 right after start_decoding).
+  virtual std::int64_t length() const = 0;
+  // Before the first step: every row becomes `times` rows, row b*times + k a copy of row b (the
+  // beams of sentence b). (B, ...) -> (B*times, ...).
+  virtual void repeat_rows(std::int64_t times) = 0;
+  // After a step: the cached keys and values of rows batch_indices (int64 (B')) replace the
+  // cache, in order; rows may repeat. Beam search calls it once it chose which hypotheses go
+  // on. Only rows that read the same source may be exchanged (the beams of one sentence): what
+  // was computed from the source once per row stays where it is.
+  virtual void reorder(const Tensor& batch_indices) = 0;
+};
+
+class Model : public Module {
+ public:
+  // The validated hyper-parameters the model was built from (sizes, pad id, max_len).
+  virtual const ModelConfig& config() const = 0;
+  // The generator of the model's dropout masks (checkpoints save and restore its state).
+  virtual Generator& dropout_generator() = 0;
+  // The module tree, one line per module: name, type and parameter count.
+  virtual std::string summary() const = 0;
+
+  // src: (B,S) int64, tgt_in: (B,T) int64 (the target shifted right, starting with BOS)
+  // -> logits (B,T,V) for the next token at every target position (teacher forcing).
+  virtual Tensor forward(const Tensor& src, const Tensor& tgt_in) const = 0;
+
+  // Prefill. src: (B,S) int64, padded with pad_id -> the state for decoding B rows.
+  virtual std::unique_ptr<DecodeState> start_decoding(const Tensor& src) const = 0;
+  // Decode. tokens: (B,1) int64, each row's newest token, at position state.length()
+  // -> logits (B,V) for the token after it; appends the step's keys and values to the state.
+  virtual Tensor decode_step(const Tensor& tokens, DecodeState& state) const = 0;
+  // Without a cache: prefix (B,T) int64, the whole target so far -> logits (B,T,V). The last
+  // row equals decode_step's on the same prefix (slower; for teaching and tests).
+  virtual Tensor decode_prefix(const Tensor& prefix, const DecodeState& state) const = 0;
+};
+
+// The model of cfg.arch, its parameters drawn from init_gen (validates cfg).
+std::unique_ptr<Model> make_model(const ModelConfig& cfg, Generator& init_gen, Dtype dtype = Dtype::Float32);
+
+// "encoder-decoder": the config spelling of an architecture, and back (std::invalid_argument
+// naming the value and the choices for an unknown one).
+const char* arch_name(Arch arch);
+Arch parse_arch(const std::string& name);
+
+}  // namespace sf::nn

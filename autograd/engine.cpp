@@ -68,19 +68,20 @@ void connect_all(const std::shared_ptr<Node>& node, const std::vector<Tensor>& i
   connect(node, ptrs, output);
 }
 
-void accumulate_into(Tensor& slot, const Tensor& g) {
+void accumulate_into(Tensor& slot, const Tensor& grad) {
   if (!slot.defined())
-    slot = g;
+    slot = grad;
   else
-    slot = add(slot, g);
+    slot = add(slot, grad);
 }
 
 namespace {
-// Adds g into a tensor's .grad. The first gradient is cloned: g may alias another tensor (Add's
-// backward hands the same tensor to both inputs), and .grad must own its memory.
-void accumulate_owned(std::shared_ptr<TensorImpl>& grad, const Tensor& g) {
-  Tensor current(grad);
-  grad = (current.defined() ? add(current, g) : clone(g)).impl_ptr();
+// Adds `grad` into a tensor's .grad (`slot`). The first gradient is cloned: `grad` may alias
+// another tensor (Add's backward hands the same tensor to both inputs), and .grad must own its
+// memory.
+void accumulate_owned(std::shared_ptr<TensorImpl>& slot, const Tensor& grad) {
+  Tensor current(slot);
+  slot = (current.defined() ? add(current, grad) : clone(grad)).impl_ptr();
 }
 }  // namespace
 
@@ -89,11 +90,11 @@ std::vector<Tensor> AccumulateGrad::backward(const Tensor& grad_output) {
   return {};
 }
 
-void run_backward(const Tensor& root, const Tensor& grad_output, bool retain_graph) {
+void run_backward(const Tensor& root, const Tensor& root_grad, bool retain_graph) {
   if (!root.requires_grad())
     throw std::logic_error("backward: the tensor does not require grad (no input of the ops that "
                            "made it has requires_grad set)");
-  Tensor seed = grad_output;
+  Tensor seed = root_grad;
   if (!seed.defined()) {
     if (root.numel() != 1)
       throw std::logic_error("backward: called without a gradient on a tensor of shape " +
@@ -132,9 +133,9 @@ void run_backward(const Tensor& root, const Tensor& grad_output, bool retain_gra
   while (!ready.empty()) {
     Node* n = ready.front();
     ready.pop_front();
-    Tensor g = std::move(grads[n]);
+    Tensor grad_output = std::move(grads[n]);  // dL/d(n's output), summed over every path into it
     grads.erase(n);
-    if (!g.defined()) {  // no path delivered a gradient here: pass the "nothing" on
+    if (!grad_output.defined()) {  // no path delivered a gradient here: pass the "nothing" on
       for (const auto& next : n->inputs)
         if (next && --deps[next.get()] == 0) {
           grads.try_emplace(next.get());
@@ -147,9 +148,9 @@ void run_backward(const Tensor& root, const Tensor& grad_output, bool retain_gra
                              n->name() +
                              "'s saved tensors were freed by the first backward; pass "
                              "retain_graph = true to the first backward if you need a second one");
-    if (auto out = n->output.lock(); out && out->retains_grad) accumulate_owned(out->grad, g);
-    std::vector<Tensor> input_grads = n->backward(g);
-    g = Tensor();
+    if (auto out = n->output.lock(); out && out->retains_grad) accumulate_owned(out->grad, grad_output);
+    std::vector<Tensor> input_grads = n->backward(grad_output);
+    grad_output = Tensor();
     if (!retain_graph && dynamic_cast<AccumulateGrad*>(n) == nullptr) {
       n->release_saved();
       n->released = true;

@@ -86,7 +86,9 @@ void for_each_strided(const Shape& shape, const std::array<const Shape*, N>& str
 }
 
 // Element counts from which the element-wise loops share their work among the OpenMP threads
-// (below it, waking the team costs more than the loop).
+// (below it, waking the team costs more than the loop). The one threshold of every
+// `#pragma omp parallel for if (...)` in the kernels, compared with the number of elements the
+// loop touches (rows * row length for a loop over rows).
 constexpr std::int64_t kParallelMinElements = 65536;
 
 // for_each_strided with the rows (runs along the innermost dim) shared out among the OpenMP

@@ -10,6 +10,9 @@
 // Tensor::backward() walks these links in topological order (iteratively, see engine.cpp),
 // calls each node's backward with the gradient of its output, and accumulates the gradients
 // it returns into the nodes of its inputs. AccumulateGrad nodes add into a leaf's .grad.
+//
+// One naming rule in every backward: the incoming gradient is always `grad_output` (dL/d output);
+// gradients accumulate, never overwrite.
 #pragma once
 
 #include <memory>
@@ -87,9 +90,10 @@ void connect_all(const std::shared_ptr<Node>& node, const std::vector<Tensor>& i
                  Tensor& output);
 
 // Runs backward from `root` (engine.cpp). Used by Tensor::backward.
-void run_backward(const Tensor& root, const Tensor& grad_output, bool retain_graph);
+// root_grad: dL/d(root), root's shape; undefined for a one-element root (then 1).
+void run_backward(const Tensor& root, const Tensor& root_grad, bool retain_graph);
 
-// Adds `g` into `slot` (out of place): slot = slot ? slot + g : g.
-void accumulate_into(Tensor& slot, const Tensor& g);
+// Adds `grad` into `slot` (out of place): slot = slot ? slot + grad : grad.
+void accumulate_into(Tensor& slot, const Tensor& grad);
 
 }  // namespace sf

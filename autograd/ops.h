@@ -92,11 +92,15 @@ Tensor embedding(const Tensor& weight, const Tensor& ids, std::int64_t padding_i
 Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);
 // out = cond ? a : b, all three broadcast together.
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+
+// ---- ops_dropout.cpp ----
 // Zeroes each element with probability p (mask drawn from gen), scales the rest by 1/(1-p).
 Tensor dropout(const Tensor& x, double p, Generator& gen);
-// Non-differentiable comparisons, giving bool tensors (for building masks).
-Tensor eq(const Tensor& a, double value);
-Tensor ne(const Tensor& a, double value);
+
+// ---- ops_compare.cpp: comparisons with a scalar, not differentiable ----
+// a: any shape and dtype -> bool tensor of a's shape (for building masks).
+Tensor eq(const Tensor& a, double value);  // a == value
+Tensor ne(const Tensor& a, double value);  // a != value
 
 // ---- ops_norm.cpp: fused, forward and backward written out (as in llm.c) ----
 // Normalises over the last dim: (x - mean) / sqrt(var + eps) * weight + bias.

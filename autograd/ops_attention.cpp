@@ -313,14 +313,14 @@ void tiled_forward_kernel(const AttentionArgs<T>& a, T* out, T* lse) {
 // contiguous, and null when not needed.
 template <class T>
 struct BackwardArgs {
-  const T* out = nullptr;   // (B,H,Tq,Dh): O
-  const T* dout = nullptr;  // (B,H,Tq,Dh): dO
-  const T* lse = nullptr;   // (B,H,Tq): L
-  T* dq = nullptr;          // (B,H,Tq,Dh)
-  T* dk = nullptr;          // (B,H,Tk,Dh)
-  T* dv = nullptr;          // (B,H,Tk,Dh)
-  T* dbias = nullptr;       // the bias's shape (padded to 4 dims)
-  Shape dbias_strides;      // dbias seen as (B,H,Tq,Tk): 0 along the dims the bias broadcasts over
+  const T* out = nullptr;          // (B,H,Tq,Dh): O
+  const T* grad_output = nullptr;  // (B,H,Tq,Dh): dO
+  const T* lse = nullptr;          // (B,H,Tq): L
+  T* dq = nullptr;                 // (B,H,Tq,Dh)
+  T* dk = nullptr;                 // (B,H,Tk,Dh)
+  T* dv = nullptr;                 // (B,H,Tk,Dh)
+  T* dbias = nullptr;              // the bias's shape (padded to 4 dims)
+  Shape dbias_strides;             // dbias seen as (B,H,Tq,Tk): 0 along the dims the bias broadcasts over
   bool needs_ds() const { return dq || dk || dbias; }
 };
 
@@ -338,32 +338,32 @@ struct BackwardScratch {
 // dK_j and dV_j it accumulates), the inner loop the query blocks i, recomputing each tile of S.
 // The pair's slices of dq, dk, dv belong to this thread alone, so it adds into them directly.
 template <class T>
-void backward_pair(const AttentionArgs<T>& a, const BackwardArgs<T>& g, std::int64_t b, std::int64_t h,
+void backward_pair(const AttentionArgs<T>& a, const BackwardArgs<T>& bwd, std::int64_t b, std::int64_t h,
                    BackwardScratch<T>& w) {
   constexpr T kNegInf = -std::numeric_limits<T>::infinity();
   const std::int64_t pair = b * a.H + h;
-  const T* out = g.out + pair * a.Tq * a.Dh;    // (Tq,Dh)
-  const T* dout = g.dout + pair * a.Tq * a.Dh;  // (Tq,Dh)
-  const T* lse = g.lse + pair * a.Tq;           // (Tq)
+  const T* out = bwd.out + pair * a.Tq * a.Dh;                  // (Tq,Dh)
+  const T* grad_output = bwd.grad_output + pair * a.Tq * a.Dh;  // (Tq,Dh): dO
+  const T* lse = bwd.lse + pair * a.Tq;                         // (Tq)
 
   // D_i = dO_i . O_i, which equals sum_j P_ij dP_ij (see the top of the file).
   for (std::int64_t i = 0; i < a.Tq; ++i) {
     double dot = 0;
-    for (std::int64_t d = 0; d < a.Dh; ++d) dot += static_cast<double>(dout[i * a.Dh + d]) * out[i * a.Dh + d];
+    for (std::int64_t d = 0; d < a.Dh; ++d) dot += static_cast<double>(grad_output[i * a.Dh + d]) * out[i * a.Dh + d];
     w.d[i] = static_cast<T>(dot);
   }
 
   for (std::int64_t j0 = 0; j0 < a.Tk; j0 += a.block) {
     const std::int64_t cols = std::min(a.block, a.Tk - j0);
-    const T* k_j = a.k_rows(b, h, j0);                                  // (cols,Dh)
-    const T* v_j = a.v_rows(b, h, j0);                                  // (cols,Dh)
-    T* dk_j = g.dk ? g.dk + (pair * a.Tk + j0) * a.Dh : nullptr;  // (cols,Dh)
-    T* dv_j = g.dv ? g.dv + (pair * a.Tk + j0) * a.Dh : nullptr;  // (cols,Dh)
+    const T* k_j = a.k_rows(b, h, j0);                                // (cols,Dh)
+    const T* v_j = a.v_rows(b, h, j0);                                // (cols,Dh)
+    T* dk_j = bwd.dk ? bwd.dk + (pair * a.Tk + j0) * a.Dh : nullptr;  // (cols,Dh)
+    T* dv_j = bwd.dv ? bwd.dv + (pair * a.Tk + j0) * a.Dh : nullptr;  // (cols,Dh)
     for (std::int64_t i0 = 0; i0 < a.Tq; i0 += a.block) {
       const std::int64_t rows = std::min(a.block, a.Tq - i0);
-      const T* q_i = a.q_rows(b, h, i0);                                   // (rows,Dh)
-      const T* do_i = dout + i0 * a.Dh;                                    // (rows,Dh)
-      T* dq_i = g.dq ? g.dq + (pair * a.Tq + i0) * a.Dh : nullptr;  // (rows,Dh)
+      const T* q_i = a.q_rows(b, h, i0);                                // (rows,Dh)
+      const T* grad_output_i = grad_output + i0 * a.Dh;                 // (rows,Dh): dO_i
+      T* dq_i = bwd.dq ? bwd.dq + (pair * a.Tq + i0) * a.Dh : nullptr;  // (rows,Dh)
 
       // P = exp(S - L), the probabilities of forward, recomputed. L = -inf marks a fully masked
       // row: P = 0 there (exp(-inf - -inf) would be NaN), so nothing flows back from it.
@@ -380,19 +380,19 @@ void backward_pair(const AttentionArgs<T>& a, const BackwardArgs<T>& g, std::int
       }
 
       // dV_j += P^T dO_i: (cols, rows) @ (rows, Dh)
-      if (dv_j) gemm(true, false, cols, a.Dh, rows, T(1), p, cols, do_i, a.Dh, T(1), dv_j, a.Dh);
-      if (!g.needs_ds()) continue;
+      if (dv_j) gemm(true, false, cols, a.Dh, rows, T(1), p, cols, grad_output_i, a.Dh, T(1), dv_j, a.Dh);
+      if (!bwd.needs_ds()) continue;
 
       // dP = dO_i V_j^T: (rows, Dh) @ (Dh, cols), then dS = P ∘ (dP - D_i) in place.
       T* ds = w.ds.data();
-      gemm(false, true, rows, cols, a.Dh, T(1), do_i, a.Dh, v_j, a.Dh, T(0), ds, cols);
+      gemm(false, true, rows, cols, a.Dh, T(1), grad_output_i, a.Dh, v_j, a.Dh, T(0), ds, cols);
       for (std::int64_t r = 0; r < rows; ++r)
         for (std::int64_t c = 0; c < cols; ++c) ds[r * cols + c] = p[r * cols + c] * (ds[r * cols + c] - w.d[i0 + r]);
 
       // dbias += dS, summed into the element each score read its bias from.
-      if (g.dbias) {
-        const Shape& st = g.dbias_strides;
-        T* dbias = g.dbias + b * st[0] + h * st[1] + i0 * st[2] + j0 * st[3];
+      if (bwd.dbias) {
+        const Shape& st = bwd.dbias_strides;
+        T* dbias = bwd.dbias + b * st[0] + h * st[1] + i0 * st[2] + j0 * st[3];
         for (std::int64_t r = 0; r < rows; ++r)
           for (std::int64_t c = 0; c < cols; ++c) dbias[r * st[2] + c * st[3]] += ds[r * cols + c];
       }
@@ -404,13 +404,13 @@ void backward_pair(const AttentionArgs<T>& a, const BackwardArgs<T>& g, std::int
   }
 }
 
-// Fills the gradients in g. Pairs run in parallel, except that pairs adding into the same
+// Fills the gradients in bwd. Pairs run in parallel, except that pairs adding into the same
 // slice of dbias (a bias broadcast over b or h) form one group and run in one thread, in order:
 // no two threads ever write the same element, and the sums do not depend on the thread count.
 template <class T>
-void tiled_backward_kernel(const AttentionArgs<T>& a, const BackwardArgs<T>& g) {
-  const bool bias_shared_over_b = g.dbias && g.dbias_strides[0] == 0;
-  const bool bias_shared_over_h = g.dbias && g.dbias_strides[1] == 0;
+void tiled_backward_kernel(const AttentionArgs<T>& a, const BackwardArgs<T>& bwd) {
+  const bool bias_shared_over_b = bwd.dbias && bwd.dbias_strides[0] == 0;
+  const bool bias_shared_over_h = bwd.dbias && bwd.dbias_strides[1] == 0;
   const std::int64_t groups_b = bias_shared_over_b ? 1 : a.B, groups_h = bias_shared_over_h ? 1 : a.H;
   const std::int64_t groups = groups_b * groups_h;
   const int threads = thread_count(groups, attention_work(a));
@@ -423,7 +423,7 @@ void tiled_backward_kernel(const AttentionArgs<T>& a, const BackwardArgs<T>& g) 
     const std::int64_t b_begin = bias_shared_over_b ? 0 : gb, b_end = bias_shared_over_b ? a.B : gb + 1;
     const std::int64_t h_begin = bias_shared_over_h ? 0 : gh, h_end = bias_shared_over_h ? a.H : gh + 1;
     for (std::int64_t b = b_begin; b < b_end; ++b)
-      for (std::int64_t h = h_begin; h < h_end; ++h) backward_pair(a, g, b, h, scratch[omp_get_thread_num()]);
+      for (std::int64_t h = h_begin; h < h_end; ++h) backward_pair(a, bwd, b, h, scratch[omp_get_thread_num()]);
   }
 }
 
@@ -482,26 +482,26 @@ struct TiledAttention final : Node {
     return out;
   }
 
-  std::vector<Tensor> backward(const Tensor& grad_out) override {
-    const Tensor dout = contiguous(grad_out);
+  std::vector<Tensor> backward(const Tensor& grad_output) override {
+    const Tensor grad_output_c = contiguous(grad_output);  // dO
     Tensor dq = needs_input_grad(0) ? zeros(q.shape(), q.dtype()) : Tensor();
     Tensor dk = needs_input_grad(1) ? zeros(k.shape(), k.dtype()) : Tensor();
     Tensor dv = needs_input_grad(2) ? zeros(v.shape(), v.dtype()) : Tensor();
     Tensor dbias = needs_input_grad(3) ? zeros(padded_to_4d(bias.shape()), bias.dtype()) : Tensor();
     dispatch_float(q.dtype(), "tiled_attention backward", [&](auto tag) {
       using T = decltype(tag);
-      BackwardArgs<T> g;
-      g.out = out.data<T>();
-      g.dout = dout.data<T>();
-      g.lse = lse.data<T>();
-      if (dq.defined()) g.dq = dq.data<T>();
-      if (dk.defined()) g.dk = dk.data<T>();
-      if (dv.defined()) g.dv = dv.data<T>();
+      BackwardArgs<T> bwd;
+      bwd.out = out.data<T>();
+      bwd.grad_output = grad_output_c.data<T>();
+      bwd.lse = lse.data<T>();
+      if (dq.defined()) bwd.dq = dq.data<T>();
+      if (dk.defined()) bwd.dk = dk.data<T>();
+      if (dv.defined()) bwd.dv = dv.data<T>();
       if (dbias.defined()) {
-        g.dbias = dbias.data<T>();
-        g.dbias_strides = broadcast_strides(dbias, {q.size(0), q.size(1), q.size(2), k.size(2)});
+        bwd.dbias = dbias.data<T>();
+        bwd.dbias_strides = broadcast_strides(dbias, {q.size(0), q.size(1), q.size(2), k.size(2)});
       }
-      tiled_backward_kernel<T>(make_args<T>(q, k, v, mask, bias, scale, block), g);
+      tiled_backward_kernel<T>(make_args<T>(q, k, v, mask, bias, scale, block), bwd);
     });
     return {dq, dk, dv, dbias.defined() ? reshape(dbias, bias.shape()) : Tensor()};
   }

@@ -27,11 +27,11 @@ Tensor binary_kernel(const Tensor& a, const Tensor& b, const char* op, F f) {
     T* po = out.data<T>();
     const std::int64_t n = out.numel();
     if (a.is_contiguous() && b.is_contiguous() && a.shape() == out_shape && b.shape() == out_shape) {
-#pragma omp parallel for if (n > 65536)
+#pragma omp parallel for if (n > kParallelMinElements)
       for (std::int64_t i = 0; i < n; ++i) po[i] = f(pa[i], pb[i]);  // fast path: same shape
     } else if (a.is_contiguous() && a.shape() == out_shape && b.numel() == 1) {
       const T s = pb[0];
-#pragma omp parallel for if (n > 65536)
+#pragma omp parallel for if (n > kParallelMinElements)
       for (std::int64_t i = 0; i < n; ++i) po[i] = f(pa[i], s);  // fast path: tensor op scalar
     } else {
       const Shape sa = broadcast_strides(a, out_shape), sb = broadcast_strides(b, out_shape);
@@ -55,10 +55,10 @@ struct Add final : Node {
     if (any_requires_grad({&a, &b})) connect(std::make_shared<Add>(), {&a, &b}, out);
     return out;
   }
-  std::vector<Tensor> backward(const Tensor& g) override {
+  std::vector<Tensor> backward(const Tensor& grad_output) override {
     Tensor grad_a, grad_b;
-    if (needs_input_grad(0)) grad_a = sum_to(g, input_shapes[0]);  // dL/da = g
-    if (needs_input_grad(1)) grad_b = sum_to(g, input_shapes[1]);  // dL/db = g
+    if (needs_input_grad(0)) grad_a = sum_to(grad_output, input_shapes[0]);  // dL/da = grad_output
+    if (needs_input_grad(1)) grad_b = sum_to(grad_output, input_shapes[1]);  // dL/db = grad_output
     return {grad_a, grad_b};
   }
 };
@@ -71,10 +71,10 @@ struct Sub final : Node {
     if (any_requires_grad({&a, &b})) connect(std::make_shared<Sub>(), {&a, &b}, out);
     return out;
   }
-  std::vector<Tensor> backward(const Tensor& g) override {
+  std::vector<Tensor> backward(const Tensor& grad_output) override {
     Tensor grad_a, grad_b;
-    if (needs_input_grad(0)) grad_a = sum_to(g, input_shapes[0]);       // dL/da = g
-    if (needs_input_grad(1)) grad_b = neg(sum_to(g, input_shapes[1]));  // dL/db = -g
+    if (needs_input_grad(0)) grad_a = sum_to(grad_output, input_shapes[0]);       // dL/da = grad_output
+    if (needs_input_grad(1)) grad_b = neg(sum_to(grad_output, input_shapes[1]));  // dL/db = -grad_output
     return {grad_a, grad_b};
   }
 };
@@ -94,10 +94,10 @@ struct Mul final : Node {
     }
     return out;
   }
-  std::vector<Tensor> backward(const Tensor& g) override {
+  std::vector<Tensor> backward(const Tensor& grad_output) override {
     Tensor grad_a, grad_b;
-    if (needs_input_grad(0)) grad_a = sum_to(mul(g, b), input_shapes[0]);  // dL/da = g * b
-    if (needs_input_grad(1)) grad_b = sum_to(mul(g, a), input_shapes[1]);  // dL/db = g * a
+    if (needs_input_grad(0)) grad_a = sum_to(mul(grad_output, b), input_shapes[0]);  // dL/da = grad_output * b
+    if (needs_input_grad(1)) grad_b = sum_to(mul(grad_output, a), input_shapes[1]);  // dL/db = grad_output * a
     return {grad_a, grad_b};
   }
   void release_saved() override { a = Tensor(); b = Tensor(); }
@@ -118,11 +118,11 @@ struct Div final : Node {
     }
     return out;
   }
-  std::vector<Tensor> backward(const Tensor& g) override {
+  std::vector<Tensor> backward(const Tensor& grad_output) override {
     Tensor grad_a, grad_b;
-    if (needs_input_grad(0)) grad_a = sum_to(div(g, b), input_shapes[0]);  // dL/da = g / b
-    if (needs_input_grad(1))                                               // dL/db = -g a / b^2
-      grad_b = sum_to(neg(div(mul(g, a), mul(b, b))), input_shapes[1]);
+    if (needs_input_grad(0)) grad_a = sum_to(div(grad_output, b), input_shapes[0]);  // dL/da = grad_output / b
+    if (needs_input_grad(1))                                                         // dL/db = -grad_output a / b^2
+      grad_b = sum_to(neg(div(mul(grad_output, a), mul(b, b))), input_shapes[1]);
     return {grad_a, grad_b};
   }
   void release_saved() override { a = Tensor(); b = Tensor(); }

@@ -1,4 +1,5 @@
-// Indexing and masking ops: index_select, embedding, masked_fill, where, dropout, eq, ne.
+// Indexing and masking ops: index_select, embedding, masked_fill, where. (dropout is in
+// ops_dropout.cpp, the comparisons eq and ne in ops_compare.cpp.)
 //
 // Letters: V vocabulary size (rows of an embedding table), D embedding width, K number of
 // indices picked. Index tensors are int64; masks are bool (or any dtype, nonzero = true).
@@ -6,14 +7,9 @@
 // The gathers (index_select, embedding) read rows by index; their backward is the matching
 // scatter-add: each picked row's gradient is added (+=) into the row it came from, so an index
 // that appears twice receives the sum of both gradients.
-#include <algorithm>
-#include <cmath>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 
-#include "autograd/runtime/dropout_mask.h"
-#include "autograd/generator.h"
 #include "autograd/exercise.h"
 #include "autograd/kernels.h"
 #include "autograd/node.h"
@@ -42,19 +38,20 @@ bool broadcasts_to(const Shape& from, const Shape& to) {
   return true;
 }
 
-// g with zeros where cond == zero_when. g: any shape; cond: bool, broadcastable to g's shape.
-// The backward of masked_fill and where. -> out: g's shape, contiguous.
-Tensor zero_where(const Tensor& g, const Tensor& cond, bool zero_when) {
-  Tensor out = empty(g.shape(), g.dtype());
-  const Shape sc = broadcast_strides(cond, g.shape());
+// grad_output with zeros where cond == zero_when. grad_output: any shape; cond: bool,
+// broadcastable to grad_output's shape. The backward of masked_fill and where.
+// -> out: grad_output's shape, contiguous.
+Tensor zero_where(const Tensor& grad_output, const Tensor& cond, bool zero_when) {
+  Tensor out = empty(grad_output.shape(), grad_output.dtype());
+  const Shape sc = broadcast_strides(cond, grad_output.shape());
   const bool* pc = cond.data<bool>();
-  dispatch_float(g.dtype(), "zero_where", [&](auto tag) {
+  dispatch_float(grad_output.dtype(), "zero_where", [&](auto tag) {
     using T = decltype(tag);
-    const T* pg = g.data<T>();
+    const T* p_grad_output = grad_output.data<T>();
     T* po = out.data<T>();
-    parallel_for_each_strided<3>(g.shape(), {&out.strides(), &g.strides(), &sc},
-                                 [&](std::int64_t o, std::int64_t ig, std::int64_t ic) {
-                                   po[o] = pc[ic] == zero_when ? T(0) : pg[ig];
+    parallel_for_each_strided<3>(grad_output.shape(), {&out.strides(), &grad_output.strides(), &sc},
+                                 [&](std::int64_t o, std::int64_t i_grad_output, std::int64_t ic) {
+                                   po[o] = pc[ic] == zero_when ? T(0) : p_grad_output[i_grad_output];
                                  });
   });
   return out;
@@ -65,7 +62,7 @@ Tensor zero_where(const Tensor& g, const Tensor& cond, bool zero_when) {
 // ---- IndexSelect: out = x with only the slices index[0], index[1], ... along dim ----------
 // x: (..., n, ...), index: (K) int64 in [0, n) -> out: (..., K, ...).
 // Seen as (outer, n, inner): out[o, k, i] = x[o, index[k], i].
-// Backward (scatter-add): grad_x[o, index[k], i] += g[o, k, i]. Saves: index and the dim.
+// Backward (scatter-add): grad_x[o, index[k], i] += grad_output[o, k, i]. Saves: index and the dim.
 struct IndexSelect final : Node {
   Tensor index;  // (K) int64, contiguous
   std::int64_t dim = 0;
@@ -111,23 +108,23 @@ struct IndexSelect final : Node {
     return out;
   }
 
-  std::vector<Tensor> backward(const Tensor& g) override {
+  std::vector<Tensor> backward(const Tensor& grad_output) override {
     const Shape& x_shape = input_shapes[0];
-    Tensor grad_x = zeros(x_shape, g.dtype());
-    Tensor gc = contiguous(g);
+    Tensor grad_x = zeros(x_shape, grad_output.dtype());
+    Tensor grad_output_c = contiguous(grad_output);
     const std::int64_t* pi = index.data<std::int64_t>();
     const std::int64_t n = x_shape[dim], k_count = index.numel();
     std::int64_t outer = 1, inner = 1;
     for (std::int64_t q = 0; q < dim; ++q) outer *= x_shape[q];
     for (std::int64_t q = dim + 1; q < static_cast<std::int64_t>(x_shape.size()); ++q) inner *= x_shape[q];
-    dispatch_float(g.dtype(), "index_select backward", [&](auto tag) {
+    dispatch_float(grad_output.dtype(), "index_select backward", [&](auto tag) {
       using T = decltype(tag);
-      const T* pg = gc.data<T>();
+      const T* p_grad_output = grad_output_c.data<T>();
       T* px = grad_x.data<T>();
       for (std::int64_t o = 0; o < outer; ++o)
         for (std::int64_t k = 0; k < k_count; ++k)
           for (std::int64_t i = 0; i < inner; ++i)
-            px[(o * n + pi[k]) * inner + i] += pg[(o * k_count + k) * inner + i];  // += : repeats add up
+            px[(o * n + pi[k]) * inner + i] += p_grad_output[(o * k_count + k) * inner + i];  // += : repeats add up
     });
     return {grad_x};
   }
@@ -140,7 +137,7 @@ Tensor index_select(const Tensor& x, std::int64_t dim, const Tensor& index) {
 
 // ---- Embedding: out[p, :] = weight[ids[p], :] --------------------------------------------
 // weight: (V, D) float, ids: any shape int64 in [0, V) -> out: ids.shape + (D).
-// Backward (scatter-add into zeros (V, D)): grad_w[ids[p], :] += g[p, :], skipping every p
+// Backward (scatter-add into zeros (V, D)): grad_w[ids[p], :] += grad_output[p, :], skipping every p
 // with ids[p] == padding_idx, so the padding row's gradient is exactly zero.
 // Saves: ids (contiguous) and padding_idx.
 struct Embedding final : Node {
@@ -175,7 +172,7 @@ struct Embedding final : Node {
       using T = decltype(tag);
       const T* pw = wc.data<T>();
       T* po = out.data<T>();
-#pragma omp parallel for if (n * D > 65536)
+#pragma omp parallel for if (n * D > kParallelMinElements)
       for (std::int64_t p = 0; p < n; ++p)
         for (std::int64_t j = 0; j < D; ++j) po[p * D + j] = pw[pid[p] * D + j];
     });
@@ -188,20 +185,20 @@ struct Embedding final : Node {
     return out;
   }
 
-  std::vector<Tensor> backward(const Tensor& g) override {
-    SF_EXERCISE(Embedding);  // exercise mode: see autograd/exercise.h
+  std::vector<Tensor> backward(const Tensor& grad_output) override {
+    SF_EXERCISE(embedding);  // exercise mode: see autograd/exercise.h
     const std::int64_t D = input_shapes[0][1];
-    Tensor grad_w = zeros(input_shapes[0], g.dtype());
-    Tensor gc = contiguous(g);
+    Tensor grad_w = zeros(input_shapes[0], grad_output.dtype());
+    Tensor grad_output_c = contiguous(grad_output);
     const std::int64_t* pid = ids.data<std::int64_t>();
     const std::int64_t n = ids.numel();
-    dispatch_float(g.dtype(), "embedding backward", [&](auto tag) {
+    dispatch_float(grad_output.dtype(), "embedding backward", [&](auto tag) {
       using T = decltype(tag);
-      const T* pg = gc.data<T>();
+      const T* p_grad_output = grad_output_c.data<T>();
       T* pw = grad_w.data<T>();
       for (std::int64_t p = 0; p < n; ++p) {
         if (pid[p] == padding_idx) continue;  // the padding row learns nothing
-        for (std::int64_t j = 0; j < D; ++j) pw[pid[p] * D + j] += pg[p * D + j];
+        for (std::int64_t j = 0; j < D; ++j) pw[pid[p] * D + j] += p_grad_output[p * D + j];
       }
     });
     return {grad_w};
@@ -215,7 +212,8 @@ Tensor embedding(const Tensor& weight, const Tensor& ids, std::int64_t padding_i
 
 // ---- MaskedFill: out = mask ? value : x ---------------------------------------------------
 // x: any shape, mask: any dtype (nonzero = true) broadcastable to x's shape -> out: x's shape.
-// Backward: grad_x = g where mask is false, 0 where true (filled elements do not depend on x).
+// Backward: grad_x = grad_output where mask is false, 0 where true (filled elements do not
+// depend on x).
 // Saves: the mask as bool, at its own (unbroadcast) shape: a (T, T) causal mask stays small
 // even when x is (B, H, T, T).
 struct MaskedFill final : Node {
@@ -245,7 +243,9 @@ struct MaskedFill final : Node {
     }
     return out;
   }
-  std::vector<Tensor> backward(const Tensor& g) override { return {zero_where(g, mask, /*zero_when=*/true)}; }
+  std::vector<Tensor> backward(const Tensor& grad_output) override {
+    return {zero_where(grad_output, mask, /*zero_when=*/true)};
+  }
   void release_saved() override { mask = Tensor(); }
 };
 
@@ -255,7 +255,8 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
 
 // ---- Where: out = cond ? a : b ------------------------------------------------------------
 // cond (any dtype, nonzero = true), a, b: broadcast together -> out: the broadcast shape.
-// Backward: grad_a = sum_to(g where cond, a.shape), grad_b = sum_to(g where !cond, b.shape).
+// Backward: grad_a = sum_to(grad_output where cond, a.shape),
+//           grad_b = sum_to(grad_output where !cond, b.shape).
 // cond gets no gradient (it is a selector, not a value); the node's inputs are a and b.
 // Saves: cond as bool, at its own shape.
 struct Where final : Node {
@@ -287,150 +288,15 @@ struct Where final : Node {
     }
     return out;
   }
-  std::vector<Tensor> backward(const Tensor& g) override {
+  std::vector<Tensor> backward(const Tensor& grad_output) override {
     Tensor grad_a, grad_b;
-    if (needs_input_grad(0)) grad_a = sum_to(zero_where(g, cond, /*zero_when=*/false), input_shapes[0]);
-    if (needs_input_grad(1)) grad_b = sum_to(zero_where(g, cond, /*zero_when=*/true), input_shapes[1]);
+    if (needs_input_grad(0)) grad_a = sum_to(zero_where(grad_output, cond, /*zero_when=*/false), input_shapes[0]);
+    if (needs_input_grad(1)) grad_b = sum_to(zero_where(grad_output, cond, /*zero_when=*/true), input_shapes[1]);
     return {grad_a, grad_b};
   }
   void release_saved() override { cond = Tensor(); }
 };
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) { return Where::forward(cond, a, b); }
-
-// ---- Dropout: out = x * keep / (1 - p) ----------------------------------------------------
-// x: any shape float -> out: x's shape. Each call draws ONE key = gen.next_u64(); then
-// keep[i] = dropout_keeps(key, i, threshold) with threshold = ceil(p * 2^32), where i is the
-// element's row-major position in x's logical shape (autograd/runtime/dropout_mask.h has the rule: a
-// splitmix64 hash of (key, i / 2) gives 64 bits, the low 32 for even i and the high 32 for odd
-// i, and keep[i] = (those 32 bits >= threshold)). So an element is dropped with probability
-// threshold / 2^32 (p rounded up to a multiple of 2^-32), a given generator state always gives
-// the same mask, the mask does not depend on the thread count, and the generator advances by
-// exactly one draw per call. Scaling the kept values by 1/(1-p) keeps E[out] = x, so nothing
-// changes at evaluation time (no dropout). p == 0 returns x itself and draws nothing.
-// Backward: grad_x = g * keep / (1 - p). Saves: keep (bool, x's shape) and the scale 1/(1-p).
-namespace {
-
-// Elements per block of the forward kernel: a block's pair hashes go into a small buffer (one
-// loop of 64-bit integer arithmetic), then its mask and output are written (a second loop).
-// Both loops vectorise; a block is one OpenMP work item.
-constexpr std::int64_t kDropoutBlock = 1024;
-
-// keep and out for the elements [begin, end) of x, begin even (a whole number of pairs before
-// it). max_dropped = threshold - 1 (fits 32 bits as 1 <= threshold <= 2^32), so
-// draw > max_dropped is exactly draw >= threshold. x, keep, out: contiguous, x's numel.
-template <class T>
-void dropout_forward_block(std::uint64_t key, std::uint32_t max_dropped, T scale, const T* x, bool* keep, T* out,
-                           std::int64_t begin, std::int64_t end) {
-  std::uint32_t draw[kDropoutBlock];  // draw[k]: the 32 random bits of element begin + k
-  const std::int64_t count = end - begin, pairs = (count + 1) / 2;
-  const std::uint64_t first_pair = static_cast<std::uint64_t>(begin) / 2;
-  for (std::int64_t j = 0; j < pairs; ++j) {
-    const std::uint64_t bits = dropout_pair_bits(key, first_pair + static_cast<std::uint64_t>(j));
-    draw[2 * j] = static_cast<std::uint32_t>(bits);            // element begin + 2j: low half
-    draw[2 * j + 1] = static_cast<std::uint32_t>(bits >> 32);  // element begin + 2j + 1: high half
-  }
-  for (std::int64_t k = 0; k < count; ++k) {
-    const bool kept = draw[k] > max_dropped;
-    keep[begin + k] = kept;
-    out[begin + k] = kept ? x[begin + k] * scale : T(0);
-  }
-}
-
-// The forward kernel: fills the mask and the output in one threaded pass over blocks. Every
-// element depends only on (key, its position), so any thread count gives the same result.
-// x, keep, out: contiguous, n elements.
-template <class T>
-void dropout_forward_kernel(std::uint64_t key, std::uint64_t threshold, T scale, const T* x, bool* keep, T* out,
-                            std::int64_t n) {
-  const auto max_dropped = static_cast<std::uint32_t>(threshold - 1);
-  const std::int64_t blocks = (n + kDropoutBlock - 1) / kDropoutBlock;
-#pragma omp parallel for schedule(static) if (n >= kParallelMinElements)
-  for (std::int64_t b = 0; b < blocks; ++b)
-    dropout_forward_block(key, max_dropped, scale, x, keep, out, b * kDropoutBlock,
-                          std::min(n, (b + 1) * kDropoutBlock));
-}
-
-// The backward kernel: grad_x = g * keep * scale in one threaded pass (0 where dropped, even if
-// g is inf or NaN there). keep, g, grad_x: contiguous, n elements.
-template <class T>
-void dropout_backward_kernel(const bool* keep, T scale, const T* g, T* grad_x, std::int64_t n) {
-  // the mask read as its bytes (a bool is stored as 0 or 1): GCC does not vectorise loads of bool
-  const auto* keep_bytes = reinterpret_cast<const unsigned char*>(keep);
-#pragma omp parallel for schedule(static) if (n >= kParallelMinElements)
-  for (std::int64_t i = 0; i < n; ++i) {
-    const T scaled = g[i] * scale;  // computed for every element, so the loop vectorises
-    grad_x[i] = keep_bytes[i] != 0 ? scaled : T(0);
-  }
-}
-
-}  // namespace
-
-struct Dropout final : Node {
-  Tensor keep;  // (x's shape) bool, row-major
-  double scale = 1;
-  const char* name() const override { return "Dropout"; }
-
-  static Tensor forward(const Tensor& x, double p, Generator& gen) {
-    check_float(x, "dropout");
-    if (!(p >= 0 && p < 1)) {  // written so that NaN fails too
-      std::ostringstream msg;
-      msg << "dropout: expected a probability p in [0, 1), got p = " << p;
-      throw std::invalid_argument(msg.str());
-    }
-    if (p == 0) return x;
-    const double scale = 1.0 / (1.0 - p);
-    const std::uint64_t key = gen.next_u64();  // the only draw of this call
-    const std::uint64_t threshold = dropout_threshold(p);
-    Tensor xc = contiguous(x.detach());  // element i = row-major position i of x's logical shape
-    Tensor keep = empty(x.shape(), Dtype::Bool);
-    Tensor out = empty(x.shape(), x.dtype());
-    dispatch_float(x.dtype(), "dropout", [&](auto tag) {
-      using T = decltype(tag);
-      dropout_forward_kernel<T>(key, threshold, static_cast<T>(scale), xc.data<T>(), keep.data<bool>(),
-                                out.data<T>(), x.numel());
-    });
-    if (any_requires_grad({&x})) {
-      auto node = std::make_shared<Dropout>();
-      node->keep = keep;
-      node->scale = scale;
-      connect(node, {&x}, out);
-    }
-    return out;
-  }
-  std::vector<Tensor> backward(const Tensor& g) override {
-    const Tensor gc = contiguous(g);  // g may be a broadcast or transposed view
-    Tensor grad_x = empty(keep.shape(), g.dtype());
-    dispatch_float(g.dtype(), "dropout backward", [&](auto tag) {
-      using T = decltype(tag);
-      dropout_backward_kernel<T>(keep.data<bool>(), static_cast<T>(scale), gc.data<T>(), grad_x.data<T>(),
-                                 keep.numel());
-    });
-    return {grad_x};
-  }
-  void release_saved() override { keep = Tensor(); }
-};
-
-Tensor dropout(const Tensor& x, double p, Generator& gen) { return Dropout::forward(x, p, gen); }
-
-// ---- eq / ne: element-wise comparison with a scalar, no autograd --------------------------
-// a: any shape, any dtype -> out: a's shape, bool. NaN is equal to nothing (IEEE).
-namespace {
-Tensor compare_scalar(const Tensor& a, double value, bool want_equal) {
-  Tensor out = empty(a.shape(), Dtype::Bool);
-  bool* po = out.data<bool>();
-  dispatch_all(a.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    const T* pa = a.data<T>();
-    for_each_strided<2>(a.shape(), {&out.strides(), &a.strides()}, [&](std::int64_t o, std::int64_t ia) {
-      po[o] = (static_cast<double>(pa[ia]) == value) == want_equal;
-    });
-  });
-  return out;
-}
-}  // namespace
-
-Tensor eq(const Tensor& a, double value) { return compare_scalar(a, value, true); }
-Tensor ne(const Tensor& a, double value) { return compare_scalar(a, value, false); }
 
 }  // namespace sf

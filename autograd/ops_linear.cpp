@@ -29,7 +29,7 @@ template <class T>
 void linear_forward_kernel(const T* x, const T* w, const T* bias, T* y, std::int64_t rows, std::int64_t in,
                            std::int64_t out) {
   if (bias) {
-#pragma omp parallel for schedule(static) if (rows * out > 65536)
+#pragma omp parallel for schedule(static) if (rows * out > kParallelMinElements)
     for (std::int64_t r = 0; r < rows; ++r)
       for (std::int64_t j = 0; j < out; ++j) y[r * out + j] = bias[j];
   }
@@ -60,7 +60,7 @@ void check_linear_args(const Tensor& x, const Tensor& weight, const Tensor& bias
 
 // ---- Linear: y = x @ weight^T + bias ------------------------------------------------------
 // Saves: X (R, in) if weight requires grad, weight if x requires grad; whether there is a bias.
-// Backward, with G = dL/dY (R, out):
+// Backward, with G = grad_output = dL/dY seen as (R, out):
 //   grad_x      = G @ weight          (R, out) @ (out, in) -> (R, in), reshaped to x's shape
 //   grad_weight = G^T @ X             (out, R) @ (R, in)   -> (out, in)
 //   grad_bias   = sum of G's rows                          -> (out)
@@ -99,19 +99,19 @@ struct Linear final : Node {
     return y;
   }
 
-  std::vector<Tensor> backward(const Tensor& grad_out) override {
-    SF_EXERCISE(Linear);  // exercise mode: see autograd/exercise.h
+  std::vector<Tensor> backward(const Tensor& grad_output) override {
+    SF_EXERCISE(linear);  // exercise mode: see autograd/exercise.h
     const Shape& x_shape = input_shapes[0];
     const std::int64_t out = input_shapes[1][0], in = input_shapes[1][1];
     const std::int64_t rows = shape_numel(x_shape) / std::max<std::int64_t>(in, 1);
-    const Tensor g = contiguous(grad_out).reshape({rows, out});  // G: (R, out)
+    const Tensor grad_output_2d = contiguous(grad_output).reshape({rows, out});  // G: (R, out)
     std::vector<Tensor> grads(input_shapes.size());
     if (needs_input_grad(0))  // grad_x = G @ W: (R, out) @ (out, in)
-      grads[0] = matmul(g, weight).reshape(x_shape);
+      grads[0] = matmul(grad_output_2d, weight).reshape(x_shape);
     if (needs_input_grad(1))  // grad_weight = G^T @ X: (out, R) @ (R, in); the transpose is a view
-      grads[1] = matmul(transpose(g, 0, 1), x2d);
+      grads[1] = matmul(transpose(grad_output_2d, 0, 1), x2d);
     if (input_shapes.size() == 3 && needs_input_grad(2))  // grad_bias = column sums of G: (out)
-      grads[2] = sum(g, {0});
+      grads[2] = sum(grad_output_2d, {0});
     return grads;
   }
   void release_saved() override { x2d = weight = Tensor(); }

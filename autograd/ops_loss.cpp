@@ -13,8 +13,9 @@
 // to learn from that batch, and 0/0 would put a NaN into training (torch returns NaN here).
 //
 // Backward, the reason to fuse: d loss[n] / d logits[n,v] = softmax[n,v] - q[n,v], so
-//   grad_logits[n,v] = g * (exp(logits[n,v] - lse[n]) - q[n,v]) / count   kept rows
-//   grad_logits[n,v] = 0                                                  ignored rows
+//   grad_logits[n,v] = grad_output * (exp(logits[n,v] - lse[n]) - q[n,v]) / count   kept rows
+//   grad_logits[n,v] = 0                                                            ignored rows
+// (grad_output is the loss's own gradient, a number: 1 when the loss is the root of backward).
 // Composed from log_softmax, a gather and a mean, the same gradient would take three nodes and
 // an (N, V) log-probability tensor kept for backward.
 #include <algorithm>
@@ -50,7 +51,7 @@ void cross_entropy_forward(double* row_loss, double* lse, const T* logits, const
   // ~1e-7 relative), the block totals in double, so 8000-term rows stay accurate. (GCC 12 does
   // not vectorise a double sum of fast_exp's float results directly.)
   constexpr std::int64_t kSumBlock = 256;
-#pragma omp parallel for if (N * V > 65536)
+#pragma omp parallel for if (N * V > kParallelMinElements)
   for (std::int64_t n = 0; n < N; ++n) {
     if (targets[n] == ignore_index) continue;
     const T* row = logits + n * V;
@@ -79,7 +80,7 @@ void cross_entropy_forward(double* row_loss, double* lse, const T* logits, const
 }
 
 // logits: (N, V), targets, lse: (N) -> dlogits: (N, V) = scale * (softmax - q) on kept rows,
-// 0 on ignored rows. scale = g / count.
+// 0 on ignored rows. scale = grad_output / count.
 // One vectorised pass per row treats every class as a non-gold one (q = eps / V), in T; the
 // gold class, whose q has 1 - eps more, is then rewritten once, in double.
 template <class T>
@@ -88,7 +89,7 @@ void cross_entropy_backward(T* dlogits, const T* logits, const std::int64_t* tar
                             double scale) {
   const double q_floor = smoothing / static_cast<double>(V);  // q on every non-gold class
   const T scale_t = static_cast<T>(scale), q_floor_t = static_cast<T>(q_floor);
-#pragma omp parallel for if (N * V > 65536)
+#pragma omp parallel for if (N * V > kParallelMinElements)
   for (std::int64_t n = 0; n < N; ++n) {
     T* d_row = dlogits + n * V;
     if (targets[n] == ignore_index) {
@@ -173,11 +174,11 @@ struct CrossEntropy final : Node {
     return out;
   }
 
-  std::vector<Tensor> backward(const Tensor& grad_out) override {
-    SF_EXERCISE(CrossEntropy);  // exercise mode: see autograd/exercise.h
+  std::vector<Tensor> backward(const Tensor& grad_output) override {
+    SF_EXERCISE(cross_entropy);  // exercise mode: see autograd/exercise.h
     const std::int64_t N = logits.shape()[0], V = logits.shape()[1];
     Tensor grad_logits = empty(logits.shape(), logits.dtype());
-    const double scale = count > 0 ? grad_out.item() / static_cast<double>(count) : 0.0;
+    const double scale = count > 0 ? grad_output.item() / static_cast<double>(count) : 0.0;
     dispatch_float(logits.dtype(), "cross_entropy backward", [&](auto tag) {
       using T = decltype(tag);
       cross_entropy_backward<T>(grad_logits.data<T>(), logits.data<T>(), targets.data<std::int64_t>(),

@@ -242,9 +242,9 @@ void matmul_naive_kernel(const Tensor& a, const Tensor& b, const MatmulShape& s,
 // ---- MatMul: out = a @ b ------------------------------------------------------------------
 // a: (..., M, K), b: (..., K, N) -> out: (..., M, N), batch dims broadcast.
 // Saves: b (for grad_a) if a requires grad, a (for grad_b) if b requires grad.
-// Backward, with g = dL/dout: (..., M, N):
-//   grad_a = g @ b^T   (..., M, N) @ (..., N, K) -> (..., M, K)
-//   grad_b = a^T @ g   (..., K, M) @ (..., M, N) -> (..., K, N)
+// Backward, with grad_output = dL/dout: (..., M, N):
+//   grad_a = grad_output @ b^T   (..., M, N) @ (..., N, K) -> (..., M, K)
+//   grad_b = a^T @ grad_output   (..., K, M) @ (..., M, N) -> (..., K, N)
 // b^T and a^T are transposed views, which the BLAS path reads with a transpose flag (no copy);
 // each gradient is then summed over the batch dims its input was broadcast along (sum_to).
 struct MatMul final : Node {
@@ -276,19 +276,19 @@ struct MatMul final : Node {
     return out;
   }
 
-  std::vector<Tensor> backward(const Tensor& g) override {
-    SF_EXERCISE(MatMul);  // exercise mode: see autograd/exercise.h
+  std::vector<Tensor> backward(const Tensor& grad_output) override {
+    SF_EXERCISE(matmul);  // exercise mode: see autograd/exercise.h
     Tensor grad_a, grad_b;
     if (needs_input_grad(0))  // grad_a: (..., M, K)
-      grad_a = sum_to(matmul(g, transpose(b, -2, -1)), input_shapes[0]);
+      grad_a = sum_to(matmul(grad_output, transpose(b, -2, -1)), input_shapes[0]);
     if (needs_input_grad(1)) {  // grad_b: (..., K, N)
       if (input_shapes[1].size() == 2 && input_shapes[0].size() > 2) {
         // b was shared by every batch element: sum over the batch inside one gemm,
-        // a^T: (K, B*M) @ g: (B*M, N) -> (K, N). (reshape copies only a non-contiguous a.)
-        const std::int64_t k = a.size(-1), n = g.size(-1);
-        grad_b = matmul(transpose(reshape(a, {-1, k}), 0, 1), reshape(g, {-1, n}));
+        // a^T: (K, B*M) @ grad_output: (B*M, N) -> (K, N). (reshape copies only a non-contiguous a.)
+        const std::int64_t k = a.size(-1), n = grad_output.size(-1);
+        grad_b = matmul(transpose(reshape(a, {-1, k}), 0, 1), reshape(grad_output, {-1, n}));
       } else {
-        grad_b = sum_to(matmul(transpose(a, -2, -1), g), input_shapes[1]);
+        grad_b = sum_to(matmul(transpose(a, -2, -1), grad_output), input_shapes[1]);
       }
     }
     return {grad_a, grad_b};

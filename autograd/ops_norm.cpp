@@ -66,7 +66,7 @@ constexpr std::int64_t kNormColumnBlock = 64;
 template <class T>
 void layernorm_forward(T* out, double* mean, double* rstd, const T* x, const T* weight, const T* bias,
                        std::int64_t N, std::int64_t D, double eps) {
-#pragma omp parallel for if (N * D > 65536)
+#pragma omp parallel for if (N * D > kParallelMinElements)
   for (std::int64_t n = 0; n < N; ++n) {
     const T* x_row = x + n * D;
     double m = 0;
@@ -91,24 +91,24 @@ void layernorm_forward(T* out, double* mean, double* rstd, const T* x, const T* 
   }
 }
 
-// dout, x: (N, D), weight: (D), mean, rstd: (N) -> dx: (N, D) (if not null),
-// dweight, dbias: (D) sums (if not null). With dxhat = dout * weight:
+// grad_output, x: (N, D), weight: (D), mean, rstd: (N) -> dx: (N, D) (if not null),
+// dweight, dbias: (D) sums (if not null). With dxhat = grad_output * weight:
 //   dx = rstd * (dxhat - mean_d(dxhat) - xhat * mean_d(dxhat * xhat))
-//   dweight = sum_n dout * xhat,  dbias = sum_n dout
+//   dweight = sum_n grad_output * xhat,  dbias = sum_n grad_output
 // (the two means are the gradient through the row's mean and through its rstd).
 template <class T>
-void layernorm_backward(T* dx, double* dweight, double* dbias, const T* dout, const T* x, const T* weight,
+void layernorm_backward(T* dx, double* dweight, double* dbias, const T* grad_output, const T* x, const T* weight,
                         const double* mean, const double* rstd, std::int64_t N, std::int64_t D) {
   if (dx) {
-#pragma omp parallel for if (N * D > 65536)
+#pragma omp parallel for if (N * D > kParallelMinElements)
     for (std::int64_t n = 0; n < N; ++n) {
-      const T* g_row = dout + n * D;
+      const T* grad_output_row = grad_output + n * D;
       const T* x_row = x + n * D;
       double dxhat_mean = 0, dxhat_xhat_mean = 0;
 #pragma omp simd reduction(+ : dxhat_mean, dxhat_xhat_mean)
       for (std::int64_t d = 0; d < D; ++d) {
         const double xhat = (x_row[d] - mean[n]) * rstd[n];
-        const double dxhat = static_cast<double>(g_row[d]) * weight[d];
+        const double dxhat = static_cast<double>(grad_output_row[d]) * weight[d];
         dxhat_mean += dxhat;
         dxhat_xhat_mean += dxhat * xhat;
       }
@@ -117,7 +117,7 @@ void layernorm_backward(T* dx, double* dweight, double* dbias, const T* dout, co
       T* dx_row = dx + n * D;
       for (std::int64_t d = 0; d < D; ++d) {
         const double xhat = (x_row[d] - mean[n]) * rstd[n];
-        const double dxhat = static_cast<double>(g_row[d]) * weight[d];
+        const double dxhat = static_cast<double>(grad_output_row[d]) * weight[d];
         dx_row[d] = static_cast<T>(rstd[n] * (dxhat - dxhat_mean - xhat * dxhat_xhat_mean));
       }
     }
@@ -125,15 +125,15 @@ void layernorm_backward(T* dx, double* dweight, double* dbias, const T* dout, co
   if (dweight || dbias) {
     // sums over rows, threaded by blocks of columns: each column is summed over n = 0..N-1 in
     // order by one thread, so the result does not depend on the thread count
-#pragma omp parallel for schedule(static) if (N * D > 65536)
+#pragma omp parallel for schedule(static) if (N * D > kParallelMinElements)
     for (std::int64_t d0 = 0; d0 < D; d0 += kNormColumnBlock) {
       const std::int64_t d1 = std::min(D, d0 + kNormColumnBlock);
       for (std::int64_t n = 0; n < N; ++n) {
-        const T* g_row = dout + n * D;
+        const T* grad_output_row = grad_output + n * D;
         const T* x_row = x + n * D;
         for (std::int64_t d = d0; d < d1; ++d) {
-          if (dweight) dweight[d] += static_cast<double>(g_row[d]) * (x_row[d] - mean[n]) * rstd[n];
-          if (dbias) dbias[d] += g_row[d];
+          if (dweight) dweight[d] += static_cast<double>(grad_output_row[d]) * (x_row[d] - mean[n]) * rstd[n];
+          if (dbias) dbias[d] += grad_output_row[d];
         }
       }
     }
@@ -146,7 +146,7 @@ void layernorm_backward(T* dx, double* dweight, double* dbias, const T* dout, co
 //   rrms = 1 / sqrt(sum_d x[d]^2 / D + eps),  out = x * rrms * weight
 template <class T>
 void rmsnorm_forward(T* out, double* rrms, const T* x, const T* weight, std::int64_t N, std::int64_t D, double eps) {
-#pragma omp parallel for if (N * D > 65536)
+#pragma omp parallel for if (N * D > kParallelMinElements)
   for (std::int64_t n = 0; n < N; ++n) {
     const T* x_row = x + n * D;
     double ms = 0;
@@ -160,37 +160,38 @@ void rmsnorm_forward(T* out, double* rrms, const T* x, const T* weight, std::int
   }
 }
 
-// dout, x: (N, D), weight: (D), rrms: (N) -> dx: (N, D) (if not null), dweight: (D) sum (if
-// not null). With xhat = x * rrms and dxhat = dout * weight:
-//   dx = rrms * (dxhat - xhat * mean_d(dxhat * xhat)),  dweight = sum_n dout * xhat
+// grad_output, x: (N, D), weight: (D), rrms: (N) -> dx: (N, D) (if not null), dweight: (D) sum
+// (if not null). With xhat = x * rrms and dxhat = grad_output * weight:
+//   dx = rrms * (dxhat - xhat * mean_d(dxhat * xhat)),  dweight = sum_n grad_output * xhat
 // (d rrms / d x[j] = -rrms^3 x[j] / D gives the second term.)
 template <class T>
-void rmsnorm_backward(T* dx, double* dweight, const T* dout, const T* x, const T* weight, const double* rrms,
+void rmsnorm_backward(T* dx, double* dweight, const T* grad_output, const T* x, const T* weight, const double* rrms,
                       std::int64_t N, std::int64_t D) {
   if (dx) {
-#pragma omp parallel for if (N * D > 65536)
+#pragma omp parallel for if (N * D > kParallelMinElements)
     for (std::int64_t n = 0; n < N; ++n) {
-      const T* g_row = dout + n * D;
+      const T* grad_output_row = grad_output + n * D;
       const T* x_row = x + n * D;
       double dxhat_xhat_mean = 0;
 #pragma omp simd reduction(+ : dxhat_xhat_mean)
       for (std::int64_t d = 0; d < D; ++d)
-        dxhat_xhat_mean += static_cast<double>(g_row[d]) * weight[d] * x_row[d] * rrms[n];
+        dxhat_xhat_mean += static_cast<double>(grad_output_row[d]) * weight[d] * x_row[d] * rrms[n];
       dxhat_xhat_mean /= static_cast<double>(D);
       T* dx_row = dx + n * D;
       for (std::int64_t d = 0; d < D; ++d) {
         const double xhat = x_row[d] * rrms[n];
-        const double dxhat = static_cast<double>(g_row[d]) * weight[d];
+        const double dxhat = static_cast<double>(grad_output_row[d]) * weight[d];
         dx_row[d] = static_cast<T>(rrms[n] * (dxhat - xhat * dxhat_xhat_mean));
       }
     }
   }
   if (dweight) {  // sum over rows, threaded by column blocks as in layernorm_backward
-#pragma omp parallel for schedule(static) if (N * D > 65536)
+#pragma omp parallel for schedule(static) if (N * D > kParallelMinElements)
     for (std::int64_t d0 = 0; d0 < D; d0 += kNormColumnBlock) {
       const std::int64_t d1 = std::min(D, d0 + kNormColumnBlock);
       for (std::int64_t n = 0; n < N; ++n)
-        for (std::int64_t d = d0; d < d1; ++d) dweight[d] += static_cast<double>(dout[n * D + d]) * x[n * D + d] * rrms[n];
+        for (std::int64_t d = d0; d < d1; ++d)
+          dweight[d] += static_cast<double>(grad_output[n * D + d]) * x[n * D + d] * rrms[n];
     }
   }
 }
@@ -233,17 +234,17 @@ struct LayerNorm final : Node {
     return out;
   }
 
-  std::vector<Tensor> backward(const Tensor& grad_out) override {
-    SF_EXERCISE(LayerNorm);  // exercise mode: see autograd/exercise.h
+  std::vector<Tensor> backward(const Tensor& grad_output) override {
+    SF_EXERCISE(layer_norm);  // exercise mode: see autograd/exercise.h
     const std::int64_t D = x.shape().back(), N = x.numel() / D;
-    Tensor g = contiguous(grad_out);
+    Tensor grad_output_c = contiguous(grad_output);
     Tensor grad_x = needs_input_grad(0) ? empty(x.shape(), x.dtype()) : Tensor();
     std::vector<double> grad_w(needs_input_grad(1) ? D : 0, 0.0), grad_b(needs_input_grad(2) ? D : 0, 0.0);
     dispatch_float(x.dtype(), "layer_norm backward", [&](auto tag) {
       using T = decltype(tag);
       layernorm_backward<T>(grad_x.defined() ? grad_x.data<T>() : nullptr, grad_w.empty() ? nullptr : grad_w.data(),
-                            grad_b.empty() ? nullptr : grad_b.data(), g.data<T>(), x.data<T>(), weight.data<T>(),
-                            mean.data<double>(), rstd.data<double>(), N, D);
+                            grad_b.empty() ? nullptr : grad_b.data(), grad_output_c.data<T>(), x.data<T>(),
+                            weight.data<T>(), mean.data<double>(), rstd.data<double>(), N, D);
     });
     return {grad_x, grad_w.empty() ? Tensor() : column_tensor(grad_w, x.dtype()),
             grad_b.empty() ? Tensor() : column_tensor(grad_b, x.dtype())};
@@ -283,15 +284,15 @@ struct RMSNorm final : Node {
     return out;
   }
 
-  std::vector<Tensor> backward(const Tensor& grad_out) override {
+  std::vector<Tensor> backward(const Tensor& grad_output) override {
     const std::int64_t D = x.shape().back(), N = x.numel() / D;
-    Tensor g = contiguous(grad_out);
+    Tensor grad_output_c = contiguous(grad_output);
     Tensor grad_x = needs_input_grad(0) ? empty(x.shape(), x.dtype()) : Tensor();
     std::vector<double> grad_w(needs_input_grad(1) ? D : 0, 0.0);
     dispatch_float(x.dtype(), "rms_norm backward", [&](auto tag) {
       using T = decltype(tag);
       rmsnorm_backward<T>(grad_x.defined() ? grad_x.data<T>() : nullptr, grad_w.empty() ? nullptr : grad_w.data(),
-                          g.data<T>(), x.data<T>(), weight.data<T>(), rrms.data<double>(), N, D);
+                          grad_output_c.data<T>(), x.data<T>(), weight.data<T>(), rrms.data<double>(), N, D);
     });
     return {grad_x, grad_w.empty() ? Tensor() : column_tensor(grad_w, x.dtype())};
   }

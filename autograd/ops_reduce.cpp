@@ -115,8 +115,8 @@ struct Sum final : Node {
     }
     return out;
   }
-  std::vector<Tensor> backward(const Tensor& g) override {
-    return {expand(reshape(g, keep_shape), input_shapes[0])};  // grad_x[i] = g[reduced i]
+  std::vector<Tensor> backward(const Tensor& grad_output) override {
+    return {expand(reshape(grad_output, keep_shape), input_shapes[0])};  // grad_x[i] = grad_output[reduced i]
   }
 };
 
@@ -174,14 +174,14 @@ struct Max final : Node {
     }
     return out;
   }
-  std::vector<Tensor> backward(const Tensor& g) override {
-    Tensor grad_x = zeros(input_shapes[0], g.dtype());  // zero except at each argmax
-    Tensor gc = contiguous(g);
-    dispatch_float(g.dtype(), "max backward", [&](auto tag) {
+  std::vector<Tensor> backward(const Tensor& grad_output) override {
+    Tensor grad_x = zeros(input_shapes[0], grad_output.dtype());  // zero except at each argmax
+    Tensor grad_output_c = contiguous(grad_output);
+    dispatch_float(grad_output.dtype(), "max backward", [&](auto tag) {
       using T = decltype(tag);
-      const T* pg = gc.data<T>();
+      const T* p_grad_output = grad_output_c.data<T>();
       T* px = grad_x.data<T>();
-      for (std::size_t o = 0; o < argmax.size(); ++o) px[argmax[o]] += pg[o];
+      for (std::size_t o = 0; o < argmax.size(); ++o) px[argmax[o]] += p_grad_output[o];
     });
     return {grad_x};
   }

@@ -62,8 +62,8 @@ struct View final : Node {
     }
     return out;
   }
-  std::vector<Tensor> backward(const Tensor& grad_out) override {
-    return {reshape(grad_out, input_shapes[0])};  // grad_x: (input shape)
+  std::vector<Tensor> backward(const Tensor& grad_output) override {
+    return {reshape(grad_output, input_shapes[0])};  // grad_x: (input shape)
   }
 };
 
@@ -140,10 +140,10 @@ struct Permute final : Node {
     }
     return out;
   }
-  std::vector<Tensor> backward(const Tensor& grad_out) override {
+  std::vector<Tensor> backward(const Tensor& grad_output) override {
     Shape inverse(dims.size());
     for (std::size_t i = 0; i < dims.size(); ++i) inverse[dims[i]] = static_cast<std::int64_t>(i);
-    return {permute(grad_out, inverse)};
+    return {permute(grad_output, inverse)};
   }
 };
 
@@ -178,10 +178,10 @@ struct Narrow final : Node {
     }
     return out;
   }
-  std::vector<Tensor> backward(const Tensor& grad_out) override {
-    // grad_x: zeros of the input's shape with grad_out written into the slice
-    Tensor grad_x = zeros(input_shapes[0], grad_out.dtype());
-    grad_x.narrow(dim, start, grad_out.shape()[dim]).copy_(grad_out);
+  std::vector<Tensor> backward(const Tensor& grad_output) override {
+    // grad_x: zeros of the input's shape with grad_output written into the slice
+    Tensor grad_x = zeros(input_shapes[0], grad_output.dtype());
+    grad_x.narrow(dim, start, grad_output.shape()[dim]).copy_(grad_output);
     return {grad_x};
   }
 };
@@ -204,8 +204,8 @@ struct Expand final : Node {
     if (any_requires_grad({&x})) connect(std::make_shared<Expand>(), {&x}, out);
     return out;
   }
-  std::vector<Tensor> backward(const Tensor& grad_out) override {
-    return {sum_to(grad_out, input_shapes[0])};
+  std::vector<Tensor> backward(const Tensor& grad_output) override {
+    return {sum_to(grad_output, input_shapes[0])};
   }
 };
 
@@ -230,8 +230,8 @@ struct Copy final : Node {
     }
     return out;
   }
-  std::vector<Tensor> backward(const Tensor& grad_out) override {
-    return {grad_out.dtype() == input_dtype ? grad_out : to_dtype(grad_out, input_dtype)};
+  std::vector<Tensor> backward(const Tensor& grad_output) override {
+    return {grad_output.dtype() == input_dtype ? grad_output : to_dtype(grad_output, input_dtype)};
   }
 };
 
@@ -282,11 +282,11 @@ struct Cat final : Node {
     }
     return out;
   }
-  std::vector<Tensor> backward(const Tensor& grad_out) override {
+  std::vector<Tensor> backward(const Tensor& grad_output) override {
     std::vector<Tensor> grads;
     std::int64_t at = 0;
     for (std::int64_t n : sizes) {
-      grads.push_back(grad_out.narrow(dim, at, n));  // grad_x_i: the slice it came from
+      grads.push_back(grad_output.narrow(dim, at, n));  // grad_x_i: the slice it came from
       at += n;
     }
     return grads;

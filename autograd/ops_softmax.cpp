@@ -53,7 +53,7 @@ RowLayout row_layout(const Shape& shape, std::int64_t d) {
 // x, y: (rows, n) contiguous.
 void softmax_forward_rows_f32(const float* x, float* y, std::int64_t rows, std::int64_t n, bool log) {
   constexpr float kInf = std::numeric_limits<float>::infinity();
-#pragma omp parallel for if (rows * n > 65536)
+#pragma omp parallel for if (rows * n > kParallelMinElements)
   for (std::int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * n;
     float* yr = y + r * n;
@@ -94,7 +94,7 @@ void softmax_forward_kernel(const T* x, T* y, RowLayout l, bool log) {
     }
   }
   const std::int64_t rows = l.outer * l.inner;
-#pragma omp parallel for if (rows * l.n > 65536)
+#pragma omp parallel for if (rows * l.n > kParallelMinElements)
   for (std::int64_t r = 0; r < rows; ++r) {
     const std::int64_t base = (r / l.inner) * l.n * l.inner + r % l.inner;  // element (o, 0, i)
     T m = -std::numeric_limits<T>::infinity();
@@ -121,56 +121,56 @@ void softmax_forward_kernel(const T* x, T* y, RowLayout l, bool log) {
 }
 
 // The float32 fast path of the backward for contiguous rows (inner == 1), vectorised like
-// softmax_forward_rows_f32. y, g, gx: (rows, n) contiguous.
-void softmax_backward_rows_f32(const float* y, const float* g, float* gx, std::int64_t rows, std::int64_t n,
+// softmax_forward_rows_f32. y, grad_output, gx: (rows, n) contiguous.
+void softmax_backward_rows_f32(const float* y, const float* grad_output, float* gx, std::int64_t rows, std::int64_t n,
                                bool log) {
-#pragma omp parallel for if (rows * n > 65536)
+#pragma omp parallel for if (rows * n > kParallelMinElements)
   for (std::int64_t r = 0; r < rows; ++r) {
     const float* yr = y + r * n;
-    const float* gr = g + r * n;
+    const float* grad_output_row = grad_output + r * n;
     float* gxr = gx + r * n;
-    double dot = 0;  // softmax: sum g*y; log_softmax: sum g (float products are exact in double)
+    double dot = 0;  // softmax: sum grad_output*y; log_softmax: sum grad_output (float products are exact in double)
     if (log) {
 #pragma omp simd reduction(+ : dot)
-      for (std::int64_t j = 0; j < n; ++j) dot += gr[j];
+      for (std::int64_t j = 0; j < n; ++j) dot += grad_output_row[j];
       const float c = static_cast<float>(dot);
 #pragma omp simd
-      for (std::int64_t j = 0; j < n; ++j) gxr[j] = gr[j] - fast_exp(yr[j]) * c;
+      for (std::int64_t j = 0; j < n; ++j) gxr[j] = grad_output_row[j] - fast_exp(yr[j]) * c;
     } else {
 #pragma omp simd reduction(+ : dot)
-      for (std::int64_t j = 0; j < n; ++j) dot += static_cast<double>(gr[j]) * yr[j];
+      for (std::int64_t j = 0; j < n; ++j) dot += static_cast<double>(grad_output_row[j]) * yr[j];
       const float c = static_cast<float>(dot);
 #pragma omp simd
-      for (std::int64_t j = 0; j < n; ++j) gxr[j] = yr[j] * (gr[j] - c);
+      for (std::int64_t j = 0; j < n; ++j) gxr[j] = yr[j] * (grad_output_row[j] - c);
     }
   }
 }
 
-// grad_x from the saved output y and upstream g (all contiguous, (outer, n, inner)),
-// the general (strided) path:
-//   softmax:      grad_x_j = y_j * (g_j - sum_k g_k y_k)
-//   log_softmax:  grad_x_j = g_j - exp(y_j) * sum_k g_k        (exp(y) is the softmax)
+// grad_x from the saved output y and grad_output (all contiguous, (outer, n, inner)), the
+// general (strided) path:
+//   softmax:      grad_x_j = y_j * (grad_output_j - sum_k grad_output_k y_k)
+//   log_softmax:  grad_x_j = grad_output_j - exp(y_j) * sum_k grad_output_k   (exp(y) is the softmax)
 template <class T>
-void softmax_backward_kernel(const T* y, const T* g, T* gx, RowLayout l, bool log) {
+void softmax_backward_kernel(const T* y, const T* grad_output, T* gx, RowLayout l, bool log) {
   if constexpr (std::is_same_v<T, float>) {
     if (l.inner == 1) {
-      softmax_backward_rows_f32(y, g, gx, l.outer, l.n, log);
+      softmax_backward_rows_f32(y, grad_output, gx, l.outer, l.n, log);
       return;
     }
   }
   const std::int64_t rows = l.outer * l.inner;
-#pragma omp parallel for if (rows * l.n > 65536)
+#pragma omp parallel for if (rows * l.n > kParallelMinElements)
   for (std::int64_t r = 0; r < rows; ++r) {
     const std::int64_t base = (r / l.inner) * l.n * l.inner + r % l.inner;
-    double dot = 0;  // softmax: sum g*y; log_softmax: sum g
+    double dot = 0;  // softmax: sum grad_output*y; log_softmax: sum grad_output
     for (std::int64_t j = 0; j < l.n; ++j) {
       const std::int64_t e = base + j * l.inner;
-      dot += log ? static_cast<double>(g[e]) : static_cast<double>(g[e]) * y[e];
+      dot += log ? static_cast<double>(grad_output[e]) : static_cast<double>(grad_output[e]) * y[e];
     }
     const T c = static_cast<T>(dot);
     for (std::int64_t j = 0; j < l.n; ++j) {
       const std::int64_t e = base + j * l.inner;
-      gx[e] = log ? g[e] - std::exp(y[e]) * c : y[e] * (g[e] - c);
+      gx[e] = log ? grad_output[e] - std::exp(y[e]) * c : y[e] * (grad_output[e] - c);
     }
   }
 }
@@ -188,13 +188,13 @@ Tensor softmax_forward(const Tensor& x, std::int64_t d, bool log) {
   return out;
 }
 
-// Shared backward: g, y: the output's shape -> grad_x: the same shape.
-Tensor softmax_backward(const Tensor& g, const Tensor& y, std::int64_t d, bool log) {
-  Tensor gc = contiguous(g);
+// Shared backward: grad_output, y: the output's shape -> grad_x: the same shape.
+Tensor softmax_backward(const Tensor& grad_output, const Tensor& y, std::int64_t d, bool log) {
+  Tensor grad_output_c = contiguous(grad_output);
   Tensor grad_x = empty(y.shape(), y.dtype());
   dispatch_float(y.dtype(), log ? "log_softmax backward" : "softmax backward", [&](auto tag) {
     using T = decltype(tag);
-    softmax_backward_kernel<T>(y.data<T>(), gc.data<T>(), grad_x.data<T>(), row_layout(y.shape(), d), log);
+    softmax_backward_kernel<T>(y.data<T>(), grad_output_c.data<T>(), grad_x.data<T>(), row_layout(y.shape(), d), log);
   });
   return grad_x;
 }
@@ -203,7 +203,7 @@ Tensor softmax_backward(const Tensor& g, const Tensor& y, std::int64_t d, bool l
 
 // ---- Softmax: y = exp(x - m) / sum(exp(x - m)) along dim --------------------------------
 // x: (..., n, ...) -> y: same shape. Saves: the output y (contiguous) and the wrapped dim.
-// Backward: grad_x = y * (g - sum_dim(g * y)).
+// Backward: grad_x = y * (grad_output - sum_dim(grad_output * y)).
 struct Softmax final : Node {
   Tensor y;
   std::int64_t dim = 0;
@@ -219,16 +219,16 @@ struct Softmax final : Node {
     }
     return out;
   }
-  std::vector<Tensor> backward(const Tensor& g) override {
-    SF_EXERCISE(Softmax);  // exercise mode: see autograd/exercise.h
-    return {softmax_backward(g, y, dim, /*log=*/false)};
+  std::vector<Tensor> backward(const Tensor& grad_output) override {
+    SF_EXERCISE(softmax);  // exercise mode: see autograd/exercise.h
+    return {softmax_backward(grad_output, y, dim, /*log=*/false)};
   }
   void release_saved() override { y = Tensor(); }
 };
 
 // ---- LogSoftmax: y = x - m - log(sum(exp(x - m))) along dim ------------------------------
 // x: (..., n, ...) -> y: same shape. Saves: the output y (contiguous) and the wrapped dim.
-// Backward: grad_x = g - softmax(x) * sum_dim(g), with softmax(x) = exp(y).
+// Backward: grad_x = grad_output - softmax(x) * sum_dim(grad_output), with softmax(x) = exp(y).
 struct LogSoftmax final : Node {
   Tensor y;
   std::int64_t dim = 0;
@@ -244,8 +244,8 @@ struct LogSoftmax final : Node {
     }
     return out;
   }
-  std::vector<Tensor> backward(const Tensor& g) override {
-    return {softmax_backward(g, y, dim, /*log=*/true)};
+  std::vector<Tensor> backward(const Tensor& grad_output) override {
+    return {softmax_backward(grad_output, y, dim, /*log=*/true)};
   }
   void release_saved() override { y = Tensor(); }
 };

@@ -49,13 +49,20 @@ TEST_CASE("SF_EXERCISE throws the exercise message only for a listed backward", 
   }
 }
 
+TEST_CASE("the message of an op's stub names its backward, its file and the exercise's checks", "[exercise]") {
+  const std::string m = exercise::message("LayerNorm", "/src/autograd/ops_norm.cpp", "layer_norm");
+  CHECK_THAT(m, Contains("exercise: implement LayerNorm::backward in autograd/ops_norm.cpp"));
+  CHECK_THAT(m, Contains("`ctest -L layer_norm`"));
+  CHECK_THAT(m, Contains("`scratchformer gradcheck --module layer_norm`"));
+}
+
 TEST_CASE("in a normal build no exercise is compiled in and backward runs", "[exercise]") {
 #ifdef SCRATCHFORMER_EXERCISE_MODE
   // an exercise-mode build (-DSCRATCHFORMER_EXERCISES=...): the list is what CMake passed
   CHECK_FALSE(exercise::kExercises.empty());
 #else
   CHECK(exercise::kExercises.empty());
-  for (const char* op : {"MatMul", "Linear", "Softmax", "LayerNorm", "Embedding", "CrossEntropy", "Relu"})
+  for (const char* op : {"matmul", "linear", "softmax", "layer_norm", "embedding", "cross_entropy", "relu"})
     CHECK_FALSE(exercise::listed(exercise::kExercises, op));
   Generator gen(1);
   Tensor x = randn({2, 3}, gen).requires_grad_();

@@ -83,7 +83,7 @@ void adam_update(T* w, const T* grad, T* m_state, T* v_state, std::int64_t n, co
   const T keep = c.decoupled ? static_cast<T>(1 - c.lr * c.weight_decay) : T(1);  // AdamW: w *= 1 - lr wd
   const T step_size = static_cast<T>(c.lr / c.bias_correction1);
   const T inv_sqrt_bc2 = static_cast<T>(1 / std::sqrt(c.bias_correction2));
-#pragma omp parallel for simd schedule(static) if (n > 65536)
+#pragma omp parallel for simd schedule(static) if (n > kParallelMinElements)
   for (std::int64_t k = 0; k < n; ++k) {
     const T g = grad[k] + l2 * w[k];
     const T m = b1 * m_state[k] + one_minus_b1 * g;
@@ -242,7 +242,7 @@ void scale_grads(const NamedParameters& params, double factor) {
       T* pg = g.data<T>();
       const std::int64_t n = g.numel();
       const T f = static_cast<T>(factor);
-#pragma omp parallel for simd schedule(static) if (n > 65536)
+#pragma omp parallel for simd schedule(static) if (n > kParallelMinElements)
       for (std::int64_t k = 0; k < n; ++k) pg[k] *= f;
     });
   }

@@ -1,5 +1,5 @@
 // The dropout mask rule: which elements dropout keeps, as a function of (key, position).
-// Used by the Dropout op (autograd/ops_index.cpp) and, as the naive reference, by its tests.
+// Used by the Dropout op (autograd/ops_dropout.cpp) and, as the naive reference, by its tests.
 //
 // Counter-based (the idea behind PyTorch's Philox offsets): each dropout call draws ONE 64-bit
 // key from the caller's Generator; element i (its row-major position in x's logical shape) then

@@ -1,5 +1,10 @@
 # Run at build time by catch_discover_tests_with_labels: writes CTEST_FILE with one add_test
-# per Catch2 test case of TEST_EXECUTABLE, labelled with the test's tags.
+# per Catch2 test case of TEST_EXECUTABLE, labelled with the test's tags. Every tag must be
+# declared in TAGS_FILE (tests/TAGS.txt); on one that is not, this fails naming the tag and the
+# test cases (file and line) that carry it, and removes TEST_EXECUTABLE so the next build links
+# and checks it again.
+include("${CMAKE_CURRENT_LIST_DIR}/TestTags.cmake")
+sf_read_declared_tags("${TAGS_FILE}" declared_tags)
 
 function(run_catch out_var)
   execute_process(COMMAND "${TEST_EXECUTABLE}" ${ARGN}
@@ -40,8 +45,23 @@ foreach(line IN LISTS tag_lines)
     string(REGEX MATCHALL "\\[[^]]+\\]" tags "${CMAKE_MATCH_1}")
     foreach(tag IN LISTS tags)
       string(REGEX REPLACE "^\\[(.*)\\]$" "\\1" label "${tag}")
-      if(label MATCHES "^[.!]")
+      sf_is_special_tag("${label}" special)
+      if(special)
         continue()
+      endif()
+      list(FIND declared_tags "${label}" declared)
+      if(declared EQUAL -1)
+        # `--list-tests -v high` prints each test case with its file and line.
+        run_catch(where --list-tests "${tag}" --verbosity high)
+        set(places "")
+        foreach(w IN LISTS where)
+          if(w MATCHES "^ *([^ ].*:[0-9]+)$")
+            list(APPEND places "${CMAKE_MATCH_1}")
+          endif()
+        endforeach()
+        string(REPLACE ";" ", " places "${places}")
+        file(REMOVE "${TEST_EXECUTABLE}")
+        sf_undeclared_tag_error("${places}" "${label}" "${TAGS_FILE}" "${declared_tags}")
       endif()
       run_catch(tagged --list-test-names-only "${tag}")
       foreach(name IN LISTS tagged)

@@ -1,10 +1,11 @@
 // Attention (nn/attention.h) and the positions inside it (nn/relative_positions.h):
 //   masks: causal and padding masks, TRUE = BLOCKED;
 //   scaled_dot_product_attention against a naive per-(b,h,i,j) loop, its weights (rows sum to
-//     1, blocked entries exactly 0, an all-blocked row gives zeros), float64 gradient checks of
-//     q, k, v with no mask, a padding mask, a causal mask and an ALiBi bias;
+//     1, blocked entries exactly 0, an all-blocked row gives zeros), a float64 gradient check of
+//     q, k, v with an ALiBi bias (no mask, padding and causal masks: the gradcheck suite);
 //   MultiHeadAttention against a naive loop (MHA, GQA, MQA), gradient checks w.r.t. the inputs
-//     and every parameter (self and cross, RoPE), causality, padding invariance, errors;
+//     and every parameter (self and cross, ALiBi; RoPE: the gradcheck suite), causality, padding
+//     invariance, errors;
 //   RoPE: scores depend only on i - j, norms are kept, the pair convention; ALiBi slopes/bias;
 //   the KV cache: step-by-step decoding equals the full sequence; a static cross cache equals
 //     recomputing k/v from the encoder output.
@@ -26,6 +27,7 @@ using namespace sf::nn;
 using sf::test::grad_input;
 using sf::test::max_abs_diff;
 using sf::test::require_gradcheck;
+using sf::test::with_parameters;
 using Catch::Contains;
 
 namespace {
@@ -136,12 +138,6 @@ Tensor naive_mha(const MultiHeadAttention& m, const Tensor& x_q, const Tensor& x
   return m.out_proj->forward(merged);
 }
 
-// The inputs of a module gradient check: the given tensors followed by every parameter.
-std::vector<Tensor> with_parameters(std::vector<Tensor> inputs, const Module& m) {
-  for (const Tensor& p : m.parameters()) inputs.push_back(p);
-  return inputs;
-}
-
 // A padding mask (B,1,1,S) for lengths {S, S-2}: the second sequence ends with two pads.
 Tensor two_pads_mask(std::int64_t batch, std::int64_t s) {
   Tensor ids = ones({batch, s}, Dtype::Int64);
@@ -250,32 +246,11 @@ TEST_CASE("a fully masked query row gives zeros and zero gradients not NaN", "[a
   for (std::int64_t d = 0; d < Dh; ++d) REQUIRE(q.grad().at({0, 0, 1, d}) == 0.0);
 }
 
-TEST_CASE("scaled_dot_product_attention gradcheck without a mask on transposed views", "[attention][grad]") {
-  Generator gen(104);
-  // q, k, v made as (B,T,H,Dh) and seen as (B,H,T,Dh) through a transpose: non-contiguous.
-  Tensor q = grad_input({2, 3, 2, 3}, gen), k = grad_input({2, 4, 2, 3}, gen), v = grad_input({2, 4, 2, 3}, gen);
-  require_gradcheck(
-      [](const std::vector<Tensor>& in) {
-        return scaled_dot_product_attention(transpose(in[0], 1, 2), transpose(in[1], 1, 2), transpose(in[2], 1, 2));
-      },
-      {q, k, v});
-}
-
-TEST_CASE("scaled_dot_product_attention gradcheck with a padding mask", "[attention][grad][mask][padding]") {
-  Generator gen(105);
-  Tensor q = grad_input({2, 2, 3, 3}, gen), k = grad_input({2, 2, 4, 3}, gen), v = grad_input({2, 2, 4, 3}, gen);
-  const Tensor mask = two_pads_mask(2, 4);
-  require_gradcheck([&](const std::vector<Tensor>& in) { return scaled_dot_product_attention(in[0], in[1], in[2], mask); },
-                    {q, k, v});
-}
-
-TEST_CASE("scaled_dot_product_attention gradcheck with a causal mask", "[attention][grad][mask][causal]") {
-  Generator gen(106);
-  Tensor q = grad_input({2, 2, 4, 3}, gen), k = grad_input({2, 2, 4, 3}, gen), v = grad_input({2, 2, 4, 3}, gen);
-  const Tensor mask = causal_mask(4, 4);
-  require_gradcheck([&](const std::vector<Tensor>& in) { return scaled_dot_product_attention(in[0], in[1], in[2], mask); },
-                    {q, k, v});
-}
+// The gradient checks of scaled_dot_product_attention without a mask (on transposed views), with a
+// padding mask and with a causal mask, and of MultiHeadAttention with RoPE, are entries of the
+// gradcheck suite (attention_no_mask, attention_padding_mask, attention_causal_mask,
+// relative_attention in train/classroom/gradcheck_suite.cpp), run by tests/test_gradcheck_suite.cpp
+// with the same labels. The checks below use other shapes and settings than the suite's.
 
 TEST_CASE("scaled_dot_product_attention gradcheck with an ALiBi bias", "[attention][grad][alibi]") {
   Generator gen(107);
@@ -348,15 +323,6 @@ TEST_CASE("MultiHeadAttention GQA gradcheck of inputs and every parameter", "[at
 
 TEST_CASE("MultiHeadAttention MQA gradcheck of inputs and every parameter", "[attention][grad][gqa]") {
   check_grouped_heads_gradients(1, 216);  // every query head shares one k/v head
-}
-
-TEST_CASE("MultiHeadAttention with RoPE gradcheck of inputs and every parameter", "[attention][grad][rope][gqa]") {
-  Generator init(220), drop(1), gen(221);
-  MultiHeadAttention m(8, 2, 1, 0.0, PositionInAttention::RoPE, init, drop, Dtype::Float64);
-  Tensor x = grad_input({1, 3, 8}, gen);
-  const Tensor mask = causal_mask(3, 3);
-  require_gradcheck([&](const std::vector<Tensor>& in) { return m.forward(in[0], in[0], mask, nullptr, 0, true); },
-                    with_parameters({x}, m));
 }
 
 TEST_CASE("MultiHeadAttention with ALiBi gradcheck of inputs and every parameter", "[attention][grad][alibi]") {

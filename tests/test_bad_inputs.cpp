@@ -44,12 +44,6 @@ std::string trained_run(const TempDir& tmp) {
   return run;
 }
 
-std::string read_bytes(const std::string& path) { return read_file(path); }
-
-void write_bytes(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
-}
-
 // The 8-byte little-endian header length of a safetensors file's bytes.
 std::uint64_t header_length(const std::string& bytes) {
   std::uint64_t n = 0;
@@ -199,7 +193,7 @@ TEST_CASE("damaged or mismatched checkpoints given to translate exit 2 with one 
   TempDir tmp;
   const std::string run = trained_run(tmp);
   const std::string good = run + "/checkpoint-best.safetensors";
-  const std::string bytes = read_bytes(good);
+  const std::string bytes = read_file(good);
   const std::uint64_t header_len = header_length(bytes);
   const std::string input = tmp.write("in.txt", "lo be co\n");
   const std::string bad = run + "/bad.safetensors";  // beside spm.model, as a real checkpoint would be
@@ -236,7 +230,7 @@ TEST_CASE("damaged or mismatched checkpoints given to translate exit 2 with one 
   };
   for (const Damage& d : damages) {
     INFO(d.what);
-    write_bytes(bad, d.bytes);
+    write_file(bad, d.bytes);
     check_one_line_error(translate(), {bad, d.expected});
   }
 
@@ -262,7 +256,7 @@ TEST_CASE("damaged or mismatched checkpoints given to translate exit 2 with one 
     save_edited(good, bad, [](auto&, auto& meta) { meta["config"] = "[model]\nd_model = \"big\"\n"; });
     check_one_line_error(translate(), {bad, "config stored in the checkpoint is invalid"});
   }
-  CHECK(read_bytes(good) == bytes);  // the good checkpoint was only read
+  CHECK(read_file(good) == bytes);  // the good checkpoint was only read
 }
 
 TEST_CASE("resume from a damaged or mismatched checkpoint-last exits 2 and leaves it untouched",
@@ -270,7 +264,7 @@ TEST_CASE("resume from a damaged or mismatched checkpoint-last exits 2 and leave
   TempDir tmp;
   const std::string run = trained_run(tmp);
   const std::string last = run + "/checkpoint-last.safetensors";
-  const std::string good = read_bytes(last);
+  const std::string good = read_file(last);
   auto resume = [&](const std::vector<std::string>& extra) {
     auto o = small_reverse_run(tmp, run, {"train.max_steps=6", "train.valid_every=2"});
     o.insert(o.end(), extra.begin(), extra.end());
@@ -278,20 +272,20 @@ TEST_CASE("resume from a damaged or mismatched checkpoint-last exits 2 and leave
   };
   SECTION("truncated") {
     const std::string cut = good.substr(0, good.size() / 2);
-    write_bytes(last, cut);
+    write_file(last, cut);
     check_one_line_error(resume({}), {last, "beyond the data section"});
-    CHECK(read_bytes(last) == cut);
+    CHECK(read_file(last) == cut);
   }
   SECTION("checksum mismatch") {
     std::string flipped = good;
     flipped[good.size() / 2 + good.size() / 4] ^= 0x40;
-    write_bytes(last, flipped);
+    write_file(last, flipped);
     check_one_line_error(resume({}), {last, "checksum mismatch"});
-    CHECK(read_bytes(last) == flipped);
+    CHECK(read_file(last) == flipped);
   }
   SECTION("a config whose model shape differs") {
     check_one_line_error(resume({"model.d_ff=48"}), {last, "does not match the config", "has shape"});
-    CHECK(read_bytes(last) == good);
+    CHECK(read_file(last) == good);
   }
   SECTION("an optimizer state tensor of the wrong dtype") {
     save_edited(last, last, [](auto& tensors, auto&) {
@@ -301,9 +295,9 @@ TEST_CASE("resume from a damaged or mismatched checkpoint-last exits 2 and leave
           break;
         }
     });
-    const std::string edited = read_bytes(last);
+    const std::string edited = read_file(last);
     check_one_line_error(resume({}), {last, "optimizer.", "float64 but the model's parameter is float32"});
-    CHECK(read_bytes(last) == edited);
+    CHECK(read_file(last) == edited);
   }
 }
 
@@ -314,7 +308,7 @@ TEST_CASE("a missing or corrupt tokenizer model beside a checkpoint exits 2 with
   TempDir tmp;
   const std::string run = trained_run(tmp);
   const std::string spm = run + "/spm.model", last = run + "/checkpoint-last.safetensors";
-  const std::string last_bytes = read_bytes(last);
+  const std::string last_bytes = read_file(last);
   const std::string input = tmp.write("in.txt", "lo be co\n");
   auto translate = [&] { return run_cli("translate --checkpoint " + quoted(last) + " --input " + quoted(input), tmp); };
   auto resume = [&] {
@@ -328,16 +322,16 @@ TEST_CASE("a missing or corrupt tokenizer model beside a checkpoint exits 2 with
     CHECK_FALSE(fs::exists(spm));
   }
   SECTION("corrupt") {
-    write_bytes(spm, "this is not a SentencePiece model\n\x01\x02\xff");
+    write_file(spm, "this is not a SentencePiece model\n\x01\x02\xff");
     check_one_line_error(translate(), {spm, "not a valid SentencePiece model"});
     check_one_line_error(resume(), {spm, "not a valid SentencePiece model"});
   }
   SECTION("truncated") {
-    const std::string model = read_bytes(spm);
-    write_bytes(spm, model.substr(0, model.size() / 3));
+    const std::string model = read_file(spm);
+    write_file(spm, model.substr(0, model.size() / 3));
     check_one_line_error(translate(), {spm});
   }
-  CHECK(read_bytes(last) == last_bytes);
+  CHECK(read_file(last) == last_bytes);
 }
 
 // ---- translate input ------------------------------------------------------------------------

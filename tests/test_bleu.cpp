@@ -142,7 +142,7 @@ TEST_CASE("bleu brevity penalty and too-short hypotheses", "[bleu]") {
   CHECK(tiny.score == 0.0);
 }
 
-TEST_CASE("bleu tokenizer 13a splits punctuation like mteval", "[bleu][tokenize]") {
+TEST_CASE("bleu tokenizer 13a splits punctuation like mteval", "[bleu][tokenizer]") {
   CHECK(sf::train::tokenize_13a("Hello, world!") == "Hello , world !");
   CHECK(sf::train::tokenize_13a("He paid $1,000.50 (cash).") == "He paid $ 1,000.50 ( cash ) .");
   // Numbers keep their decimal point and thousands separator; sentence periods are split off.
@@ -159,7 +159,7 @@ TEST_CASE("bleu tokenizer 13a splits punctuation like mteval", "[bleu][tokenize]
   CHECK(sf::train::tokenize_13a("") == "");
 }
 
-TEST_CASE("bleu tokenizer 13a leaves non-ASCII letters untouched", "[bleu][tokenize]") {
+TEST_CASE("bleu tokenizer 13a leaves non-ASCII letters untouched", "[bleu][tokenizer]") {
   CHECK(sf::train::tokenize_13a("Über den Fluß fährt ein Mädchen.") == "Über den Fluß fährt ein Mädchen .");
   CHECK(sf::train::tokenize_13a("café, naïve.") == "café , naïve .");
   CHECK(sf::train::tokenize_13a("我喜欢猫。") == "我喜欢猫。");  // 13a does not know Chinese
@@ -167,7 +167,7 @@ TEST_CASE("bleu tokenizer 13a leaves non-ASCII letters untouched", "[bleu][token
   CHECK(sf::train::tokenize_13a("a\u00A0b\u3000c") == "a b c");
 }
 
-TEST_CASE("bleu tokenizer zh splits Chinese characters", "[bleu][tokenize]") {
+TEST_CASE("bleu tokenizer zh splits Chinese characters", "[bleu][tokenizer]") {
   CHECK(sf::train::tokenize_zh("我喜欢猫。") == "我 喜 欢 猫 。");
   CHECK(sf::train::tokenize_zh("我有3.5个apple，好吗?") == "我 有 3.5 个 apple ， 好 吗 ?");
   // Non-Chinese text goes through the 13a punctuation rules, without 13a's unescaping.

@@ -1,25 +1,20 @@
-// The classroom commands (train/classroom/gradcheck_suite.h, train/classroom/classroom.h, `scratchformer gradcheck |
-// attention | plot | explain-batch`):
-//   the gradient-check suite: every entry passes, --list names them all, a broken entry (a
-//     forgotten gradient path) and a too-strict tolerance are reported as FAIL with exit status 1;
-//   the real binary: gradcheck for one module and a topic; plot of a hand-written metrics.tsv and
+// The classroom commands (train/classroom/gradcheck_suite.h, train/classroom/attention_figures.h and explain_batch.h, `scratchformer gradcheck |
+// attention | plot | explain-batch`), run as the real binary:
+//   gradcheck for one module and a topic, --list (the suite's own entries and its table are
+//     tests/test_gradcheck_suite.cpp); plot of a hand-written metrics.tsv and
 //     of a config's positions and schedule; explain-batch of configs/reverse.toml (teacher forcing
 //     checked on the printed columns); attention heatmaps from a checkpoint trained for two steps;
 //     bad input for every command is exit status 2 with one line on stderr.
-#include "test_util.h"
-
-#include <stdlib.h>
-#include <sys/wait.h>
+#include "run_util.h"
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
-#include "train/classroom/classroom.h"
+#include "train/classroom/attention_figures.h"
+#include "train/classroom/explain_batch.h"
 #include "train/classroom/gradcheck_suite.h"
 
 namespace fs = std::filesystem;
@@ -29,65 +24,23 @@ using namespace sf::train;
 
 namespace {
 
-const std::string kSourceDir = SCRATCHFORMER_SOURCE_DIR;
-const std::string kBinary = SCRATCHFORMER_BINARY;
-const std::string kReverseConfig = kSourceDir + "/configs/reverse.toml";
-
-using sf::test::TempDir;  // tests/test_util.h
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void write_file(const fs::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-}
-
-// 'text' quoted for /bin/sh.
-std::string shell_quote(const std::string& text) {
-  std::string out = "'";
-  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-struct RunResult {
-  int status = -1;  // exit status
-  std::string out, err;
-};
-
-// Runs the scratchformer binary with `args` (each quoted), stdin from /dev/null.
-RunResult run_cli(const std::vector<std::string>& args) {
-  TempDir io;
-  std::string cmd = shell_quote(kBinary);
-  for (const std::string& a : args) cmd += " " + shell_quote(a);
-  cmd += " </dev/null >" + shell_quote((io.path / "out").string()) + " 2>" + shell_quote((io.path / "err").string());
-  const int raw = std::system(cmd.c_str());
-  RunResult r;
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  r.out = read_file(io.path / "out");
-  r.err = read_file(io.path / "err");
-  return r;
-}
-
-std::size_t count_lines(const std::string& text) { return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')); }
+// tests/test_util.h and tests/run_util.h
+using sf::test::CliResult;
+using sf::test::count_lines;
+using sf::test::count_of;
+using sf::test::kReverseConfig;
+using sf::test::read_file;
+using sf::test::run_cli;
+using sf::test::TempDir;
+using sf::test::write_file;
 
 // Bad input: status 2 and exactly one line on stderr that mentions `what`.
 void require_one_line_error(const std::vector<std::string>& args, const std::string& what) {
-  const RunResult r = run_cli(args);
+  const CliResult r = run_cli(args);
   INFO("stdout: " << r.out << "\nstderr: " << r.err);
   REQUIRE(r.status == 2);
   REQUIRE(count_lines(r.err) == 1);
   REQUIRE_THAT(r.err, Contains("error") && Contains(what));
-}
-
-std::size_t count_of(const std::string& text, const std::string& needle) {
-  std::size_t n = 0;
-  for (std::size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
-  return n;
 }
 
 // An SVG document as SvgWriter writes it: an optional XML declaration, then one <svg> root that
@@ -105,143 +58,42 @@ void require_svg_document(const std::string& doc) {
   REQUIRE(count_of(doc, "<g ") + count_of(doc, "<g>") == count_of(doc, "</g>"));
 }
 
-// Runs every entry of one topic through the registry and requires each input of each run to pass.
-void require_topic_passes(const std::string& topic) {
-  std::size_t entries = 0;
-  for (const GradcheckEntry& e : gradcheck_suite()) {
-    if (e.topic != topic) continue;
-    ++entries;
-    const std::vector<GradcheckCase> cases = e.run(GradcheckOptions{});
-    REQUIRE_FALSE(cases.empty());
-    for (const GradcheckCase& c : cases) {
-      INFO(e.name << " (" << c.variant << "): " << c.result.message);
-      REQUIRE(c.result.ok);
-      REQUIRE_FALSE(c.result.inputs.empty());
-      REQUIRE(c.result.inputs.size() == c.input_names.size());
-    }
-  }
-  REQUIRE(entries > 0);
-}
-
-// The topics the "entries pass" tests below cover; a new topic must be added to one of them.
-const std::set<std::string> kTestedTopics = {"embeddings", "linear", "attention", "positions", "feed-forward",
-                                             "norms", "layers", "model", "loss"};
-
 }  // namespace
 
-// ==================================================================== the gradient-check suite
-
-TEST_CASE("gradcheck suite attention entries pass", "[classroom][grad][attention]") { require_topic_passes("attention"); }
-
-TEST_CASE("gradcheck suite layer entries pass", "[classroom][grad][encoder][decoder]") { require_topic_passes("layers"); }
-
-TEST_CASE("gradcheck suite model entry passes in fast mode", "[classroom][grad][model]") { require_topic_passes("model"); }
-
-TEST_CASE("gradcheck suite embedding positions feed-forward norm and loss entries pass", "[classroom][grad]") {
-  for (const char* topic : {"embeddings", "linear", "positions", "feed-forward", "norms", "loss"}) {
-    INFO("topic " << topic);
-    require_topic_passes(topic);
-  }
-}
-
-TEST_CASE("gradcheck suite covers the course and every topic is tested", "[classroom][grad]") {
-  std::set<std::string> names, topics;
-  for (const GradcheckEntry& e : gradcheck_suite()) {
-    INFO(e.name);
-    REQUIRE(names.insert(e.name).second);  // unique
-    REQUIRE_FALSE(e.description.empty());
-    REQUIRE(e.description.find('\n') == std::string::npos);
-    REQUIRE(e.run);
-    REQUIRE(find_gradcheck(e.name) == &e);
-    topics.insert(e.topic);
-  }
-  REQUIRE(topics == kTestedTopics);
-  for (const char* required : {"embedding", "attention_no_mask", "attention_padding_mask", "attention_causal_mask",
-                               "multi_head", "gqa", "mqa", "feed_forward", "layer_norm", "rms_norm", "positions",
-                               "encoder_layer", "decoder_layer", "model", "label_smoothed_loss"}) {
-    INFO(required);
-    REQUIRE(names.count(required) == 1);
-  }
-  REQUIRE(find_gradcheck("no_such_check") == nullptr);
-  const std::string list = format_gradcheck_list(gradcheck_suite());
-  REQUIRE(count_lines(list) == gradcheck_suite().size());
-  for (const GradcheckEntry& e : gradcheck_suite()) REQUIRE_THAT(list, Contains(e.name) && Contains(e.description));
-}
-
-TEST_CASE("gradcheck table reports a forgotten gradient path as FAIL", "[classroom][grad][mutation]") {
-  // y = x * detach(x): the forward is x^2, but autograd sees only one factor, so the analytic
-  // gradient is x instead of 2x, the classic bug of a tensor cut out of the graph.
-  const GradcheckEntry broken{
-      "broken_square", "test", "x * detach(x): one gradient path forgotten", [](const GradcheckOptions& o) {
-        Generator gen(1);
-        Tensor x = randn({3}, gen, Dtype::Float64).requires_grad_();
-        GradcheckCase c;
-        c.input_names = {"x"};
-        c.input_shapes = {x.shape()};
-        c.result = gradcheck([](const std::vector<Tensor>& in) { return mul(in[0], in[0].detach()); }, {x}, o);
-        return std::vector<GradcheckCase>{c};
-      }};
-  std::ostringstream out;
-  REQUIRE_FALSE(run_gradcheck_table({find_gradcheck("layer_norm"), &broken}, out));
-  const std::string table = out.str();
-  INFO(table);
-  REQUIRE_THAT(table, Contains("broken_square") && Contains("FAIL") && Contains("1 FAILED"));
-  REQUIRE_THAT(table, Contains("gradcheck failed for input 0"));  // gradcheck's own message, with the index
-  // the correct entry beside it still passes
-  REQUIRE(count_of(table, "pass\n") == 3);  // layer_norm: x, weight, bias
-  const std::vector<GradcheckRow> rows = gradcheck_rows(broken, broken.run(GradcheckOptions{}));
-  REQUIRE(rows.size() == 1);
-  REQUIRE_FALSE(rows[0].ok);
-  REQUIRE(rows[0].input == "x");
-}
-
-TEST_CASE("gradcheck table fails a correct entry under an impossible tolerance", "[classroom][grad][mutation]") {
-  // Central differences carry truncation and rounding errors of ~1e-10 here (see the table of
-  // `scratchformer gradcheck`); a tolerance of 1e-30 leaves no room for them.
-  constexpr double kImpossibleTol = 1e-30;
-  GradcheckOptions strict;
-  strict.atol = kImpossibleTol;
-  strict.rtol = kImpossibleTol;
-  std::ostringstream out;
-  REQUIRE_FALSE(run_gradcheck_table({find_gradcheck("feed_forward")}, out, strict));
-  REQUIRE_THAT(out.str(), Contains("FAIL"));
-  std::ostringstream normal;
-  REQUIRE(run_gradcheck_table({find_gradcheck("feed_forward")}, normal));
-  REQUIRE_THAT(normal.str(), Contains("all passed"));
-}
+// =================================================================================== gradcheck
 
 TEST_CASE("gradcheck command runs one module or a topic and lists every check", "[classroom][cli][grad]") {
-  const RunResult one = run_cli({"gradcheck", "--module", "layer_norm"});
+  const CliResult one = run_cli({"gradcheck", "--module", "layer_norm"});
   INFO(one.out << one.err);
   REQUIRE(one.status == 0);
   REQUIRE_THAT(one.out, Contains("module") && Contains("max abs error") && Contains("layer_norm") && Contains("all passed"));
   REQUIRE(count_of(one.out, "pass\n") == 3);  // x, weight, bias
   REQUIRE(one.out.find("rms_norm ") == std::string::npos);
 
-  const RunResult topic = run_cli({"gradcheck", "--module", "norms"});
+  const CliResult topic = run_cli({"gradcheck", "--module", "norms"});
   REQUIRE(topic.status == 0);
   REQUIRE_THAT(topic.out, Contains("layer_norm") && Contains("rms_norm"));
 
-  const RunResult list = run_cli({"gradcheck", "--list"});
+  const CliResult list = run_cli({"gradcheck", "--list"});
   REQUIRE(list.status == 0);
   REQUIRE(count_lines(list.out) == gradcheck_suite().size());
   for (const GradcheckEntry& e : gradcheck_suite()) REQUIRE_THAT(list.out, Contains(e.name));
 
   require_one_line_error({"gradcheck", "--module", "no_such_module"}, "no_such_module");
-  const RunResult bad = run_cli({"gradcheck", "--module", "no_such_module"});
+  const CliResult bad = run_cli({"gradcheck", "--module", "no_such_module"});
   REQUIRE_THAT(bad.err, Contains("embedding") && Contains("decoder_layer") && Contains("all"));  // the valid names
 }
 
 // ========================================================================================= plot
 
-TEST_CASE("plot draws the training curves of a hand-written metrics file", "[classroom][cli][plot]") {
+TEST_CASE("plot draws the training curves of a hand-written metrics file", "[classroom][cli][plots]") {
   TempDir run;
   write_file(run.path / "metrics.tsv",
              "step\tepoch\tkind\tloss\tnll\tppl\tlr\ttokens_per_s\tgrad_norm\tbleu\telapsed_s\n"
              "10\t1\ttrain\t4.5\t4.2\t66.7\t0.001\t900\t1.5\t\t3\n"
              "20\t1\ttrain\t3.1\t2.9\t18.2\t0.002\t950\t1.1\t\t6\n"
              "20\t1\tvalid\t3.3\t3.0\t20.1\t\t\t\t12.5\t7\n");
-  const RunResult r = run_cli({"plot", run.path.string()});
+  const CliResult r = run_cli({"plot", run.path.string()});
   INFO(r.out << r.err);
   REQUIRE(r.status == 0);
   const fs::path svg = run.path / "curves.svg";
@@ -255,10 +107,10 @@ TEST_CASE("plot draws the training curves of a hand-written metrics file", "[cla
   require_svg_document(read_file(other));
 }
 
-TEST_CASE("plot draws the positional encodings and the schedule of a config", "[classroom][cli][plot]") {
+TEST_CASE("plot draws the positional encodings and the schedule of a config", "[classroom][cli][plots]") {
   TempDir dir;
   const fs::path positions = dir.path / "positions.svg", schedule = dir.path / "schedule.svg";
-  const RunResult p = run_cli({"plot", "--config", kReverseConfig, "--what", "positions", "--out", positions.string()});
+  const CliResult p = run_cli({"plot", "--config", kReverseConfig, "--what", "positions", "--out", positions.string()});
   INFO(p.out << p.err);
   REQUIRE(p.status == 0);
   const std::string pos_doc = read_file(positions);
@@ -266,7 +118,7 @@ TEST_CASE("plot draws the positional encodings and the schedule of a config", "[
   REQUIRE_THAT(pos_doc, Contains("max_len 64") && Contains("d_model 64"));  // configs/reverse.toml's model
   REQUIRE(count_of(pos_doc, "<rect") >= 64 * 64);                          // one cell per table entry
 
-  const RunResult s = run_cli({"plot", "--config", kReverseConfig, "--what", "schedule", "--out", schedule.string()});
+  const CliResult s = run_cli({"plot", "--config", kReverseConfig, "--what", "schedule", "--out", schedule.string()});
   REQUIRE(s.status == 0);
   const std::string sched_doc = read_file(schedule);
   require_svg_document(sched_doc);
@@ -278,7 +130,7 @@ TEST_CASE("plot draws the positional encodings and the schedule of a config", "[
   require_svg_document(read_file(run_dir / "schedule.svg"));
 }
 
-TEST_CASE("plot bad input is one line and exit status 2", "[classroom][cli][plot][errors]") {
+TEST_CASE("plot bad input is one line and exit status 2", "[classroom][cli][plots][errors]") {
   TempDir dir;
   require_one_line_error({"plot"}, "run directory");
   require_one_line_error({"plot", dir.path.string(), "--config", kReverseConfig}, "not both");
@@ -312,11 +164,11 @@ std::vector<std::string> cells_of(const std::string& text, const std::string& la
 
 }  // namespace
 
-TEST_CASE("explain-batch shows teacher forcing masks and counts of a real batch", "[classroom][cli][batch][teacher_forcing]") {
+TEST_CASE("explain-batch shows teacher forcing masks and counts of a real batch", "[classroom][cli][batcher][teacher_forcing]") {
   TempDir run;
   const std::vector<std::string> args = {"explain-batch", "--config", kReverseConfig, "--set", "run.dir=" + run.path.string(),
                                          "--batch", "5"};
-  const RunResult r = run_cli(args);
+  const CliResult r = run_cli(args);
   INFO(r.out << r.err);
   REQUIRE(r.status == 0);
   REQUIRE_THAT(r.err, Contains("training one"));  // no tokenizer in the new run directory yet
@@ -368,13 +220,13 @@ TEST_CASE("explain-batch shows teacher forcing masks and counts of a real batch"
   REQUIRE(product <= 2048);
 
   // The tokenizer now exists: no training message the second time, the same batch.
-  const RunResult again = run_cli(args);
+  const CliResult again = run_cli(args);
   REQUIRE(again.status == 0);
   REQUIRE(again.err.empty());
   REQUIRE(again.out == r.out);
 }
 
-TEST_CASE("explain-batch bad input is one line and exit status 2", "[classroom][cli][batch][errors]") {
+TEST_CASE("explain-batch bad input is one line and exit status 2", "[classroom][cli][batcher][errors]") {
   TempDir run;
   const std::string dir = "run.dir=" + run.path.string();
   // a first run trains the tokenizer (and says so on stderr); errors after it are one line
@@ -395,7 +247,7 @@ namespace {
 const fs::path& tiny_checkpoint() {
   static TempDir run;
   static const fs::path checkpoint = [] {
-    const RunResult r = run_cli({"train", "--config", kReverseConfig, "--set", "run.dir=" + run.path.string(), "--set",
+    const CliResult r = run_cli({"train", "--config", kReverseConfig, "--set", "run.dir=" + run.path.string(), "--set",
                                  "train.max_steps=2", "--set", "train.valid_every=2", "--set", "train.log_every=1", "--set",
                                  "data.max_valid_sentences=2", "--set", "data.test_src=\"\"", "--set", "data.test_tgt=\"\"", "--set",
                                  "data.batch_tokens=256", "--set", "model.d_model=32", "--set", "model.n_heads=2", "--set",
@@ -412,7 +264,7 @@ const fs::path& tiny_checkpoint() {
 
 TEST_CASE("attention writes cross and self attention heatmaps of every layer and head", "[classroom][cli][attention]") {
   TempDir out;
-  const RunResult r = run_cli({"attention", "--checkpoint", tiny_checkpoint().string(), "--src", "wa mi lo ka", "--out",
+  const CliResult r = run_cli({"attention", "--checkpoint", tiny_checkpoint().string(), "--src", "wa mi lo ka", "--out",
                                out.path.string()});
   INFO(r.out << r.err);
   REQUIRE(r.status == 0);
@@ -437,7 +289,7 @@ TEST_CASE("attention writes cross and self attention heatmaps of every layer and
 
 TEST_CASE("attention teacher-forces a given target", "[classroom][cli][attention]") {
   TempDir out;
-  const RunResult r = run_cli({"attention", "--checkpoint", tiny_checkpoint().string(), "--src", "wa mi lo ka", "--tgt",
+  const CliResult r = run_cli({"attention", "--checkpoint", tiny_checkpoint().string(), "--src", "wa mi lo ka", "--tgt",
                                "ka lo mi wa", "--out", out.path.string()});
   INFO(r.out << r.err);
   REQUIRE(r.status == 0);

@@ -8,7 +8,6 @@
 //     where an uninterrupted 1-process run ends
 // Every test is skipped (with a message) when mpirun is not installed. Each mpirun call runs
 // under `timeout`, so a hang fails the test instead of stalling CTest.
-#include <stdlib.h>    // mkdtemp
 #include <sys/wait.h>  // WIFEXITED, WEXITSTATUS
 
 #include <algorithm>
@@ -16,12 +15,10 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <string>
 #include <vector>
 
-#include "test_util.h"
+#include "run_util.h"
 #include "train/safetensors.h"
 
 using Catch::Contains;
@@ -48,14 +45,11 @@ bool have_mpirun() {
   return true;
 }
 
-std::string quoted(const std::string& s) { return "'" + s + "'"; }
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-using sf::test::TempDir;  // tests/test_util.h
+// tests/test_util.h and tests/run_util.h
+using sf::test::copy_reverse_slice;
+using sf::test::quoted;
+using sf::test::read_file;
+using sf::test::TempDir;
 
 struct RunResult {
   int status = -1;  // exit status; -1 if it did not exit normally
@@ -85,26 +79,13 @@ std::string mpirun(int ranks) { return quoted(kMpirun) + " --oversubscribe -np "
 
 // ---- scratchformer train on a tiny reverse task ---------------------------------------------
 
-std::string first_lines(const std::string& path, int n) {
-  std::ifstream in(path);
-  std::string line, out;
-  for (int i = 0; i < n && std::getline(in, line); ++i) out += line + "\n";
-  return out;
-}
-
 // `train --config configs/reverse.toml` with overrides for a run of a few seconds: 300 training
 // pairs, 256-token batches (11 per epoch, about 25 pairs each), D 32, one layer each side, no
 // dropout (so 1 and 2 ranks compute the same function), one thread per process. SGD with
 // momentum and no clipping: Adam divides by sqrt(v), which turns float32 rounding in a gradient
 // near zero into a full-size step, and clipping would hide a wrongly scaled gradient.
 std::string train_args(const TempDir& tmp, const std::string& run_dir, std::int64_t steps, const std::string& extra = "") {
-  const std::string data = kSourceDir + "/data/corpora/reverse/";
-  if (!fs::exists(tmp / "train.src")) {
-    std::ofstream(tmp / "train.src") << first_lines(data + "train.src", 300);
-    std::ofstream(tmp / "train.tgt") << first_lines(data + "train.tgt", 300);
-    std::ofstream(tmp / "valid.src") << first_lines(data + "valid.src", 8);
-    std::ofstream(tmp / "valid.tgt") << first_lines(data + "valid.tgt", 8);
-  }
+  copy_reverse_slice(tmp, 300, 8);
   std::string a = quoted(kBinary) + " train --config " + quoted(kSourceDir + "/configs/reverse.toml");
   for (const std::string& s : {"run.dir=" + run_dir, "data.train_src=" + tmp / "train.src", "data.train_tgt=" + tmp / "train.tgt",
                                "data.valid_src=" + tmp / "valid.src", "data.valid_tgt=" + tmp / "valid.tgt",
@@ -127,7 +108,7 @@ std::string train_args(const TempDir& tmp, const std::string& run_dir, std::int6
 // allreduce), about 1e-6 relative, times lr 0.1 and six steps of momentum: far below 1e-5. A
 // wrong normalisation (e.g. dividing by the shard's tokens instead of the global count) moves
 // parameters by about lr x gradient, 1e-3 and more; the test checks the steps do move them that much.
-constexpr double kFloat32Tol = 1e-5;
+using sf::test::kFloat32Tol;  // 1e-5, tests/test_util.h
 
 // The largest absolute difference of any tensor in two checkpoints (same names required).
 double max_difference(const std::string& a_path, const std::string& b_path) {

@@ -18,8 +18,6 @@
 // folder with a name that says what it is, and describe it above.
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <string>
 #include <vector>
 
@@ -43,10 +41,7 @@ std::vector<fs::path> saved_inputs(const std::string& target) {
   return out;
 }
 
-std::string read_bytes(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
+using sf::test::read_file;  // tests/test_util.h
 
 }  // namespace
 
@@ -67,7 +62,7 @@ TEST_CASE("fuzz regressions: bad config files and overrides throw ConfigError", 
   for (const fs::path& input : inputs) {
     INFO("input: " << input.filename().string());
     // As fuzz_config does: "#set " lines become overrides, the rest is the file.
-    const sf::fuzz::ConfigInput config = sf::fuzz::split_config(read_bytes(input));
+    const sf::fuzz::ConfigInput config = sf::fuzz::split_config(read_file(input));
     sf::fuzz::write_file(config_path, config.file);
     CHECK_THROWS_AS(sf::train::load_config(config_path, config.overrides), sf::train::ConfigError);
   }

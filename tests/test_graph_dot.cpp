@@ -1,13 +1,9 @@
 // The autograd graph as Graphviz DOT (autograd/graph_dot.h, `scratchformer train --dump-graph`).
-#include "test_util.h"
+#include "run_util.h"
 
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <regex>
 #include <sstream>
-
-#include <unistd.h>
 
 #include "autograd/graph_dot.h"
 #include "autograd/ops.h"
@@ -18,11 +14,7 @@ using Catch::Matchers::StartsWith;
 
 namespace {
 
-std::size_t count_of(const std::string& text, const std::string& what) {
-  std::size_t n = 0;
-  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
-  return n;
-}
+using sf::test::count_of;  // tests/test_util.h
 
 // Well-formed enough for Graphviz: one digraph, balanced braces and quotes, every statement
 // line ends with ';'.
@@ -106,43 +98,19 @@ TEST_CASE("write_dot still draws the graph after backward freed the saved tensor
 }
 
 TEST_CASE("scratchformer train --dump-graph writes the step's graph as DOT", "[graph][cli]") {
-  namespace fs = std::filesystem;
-  const std::string source = SCRATCHFORMER_SOURCE_DIR;
-  const fs::path dir = fs::temp_directory_path() / ("sf-graph-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  auto head = [](const std::string& from, const fs::path& to, int n) {
-    std::ifstream in(from);
-    std::ofstream out(to);
-    std::string line;
-    for (int i = 0; i < n && std::getline(in, line); ++i) out << line << "\n";
-  };
-  const std::string data = source + "/data/corpora/reverse/";
-  for (const char* f : {"train.src", "train.tgt"}) head(data + f, dir / f, 120);
-  for (const char* f : {"valid.src", "valid.tgt"}) head(data + f, dir / f, 4);
-  std::string cmd = std::string("'") + SCRATCHFORMER_BINARY + "' train --config '" + source + "/configs/reverse.toml'";
-  for (const std::string& o :
-       {"run.dir=" + (dir / "run").string(), "data.train_src=" + (dir / "train.src").string(),
-        "data.train_tgt=" + (dir / "train.tgt").string(), "data.valid_src=" + (dir / "valid.src").string(),
-        "data.valid_tgt=" + (dir / "valid.tgt").string(), std::string("data.test_src=\"\""),
-        std::string("data.test_tgt=\"\""), std::string("data.batch_tokens=256"), std::string("model.d_model=32"),
-        std::string("model.d_ff=64"), std::string("model.encoder_layers=1"), std::string("model.decoder_layers=1"),
-        std::string("run.threads=1"), std::string("train.max_steps=1")})
-    cmd += " --set '" + o + "'";
-  cmd += " --dump-graph '" + (dir / "step.dot").string() + "' >'" + (dir / "out.txt").string() + "' 2>&1";
-  const int rc = std::system(cmd.c_str());
-  std::ifstream log_in(dir / "out.txt"), dot_in(dir / "step.dot");
-  std::stringstream log, dot;
-  log << log_in.rdbuf();
-  dot << dot_in.rdbuf();
-  INFO(log.str());
-  REQUIRE(rc == 0);
-  require_valid_looking_dot(dot.str());
-  CHECK_THAT(dot.str(), Contains("label=\"CrossEntropy\\n() float32\""));  // the loss, a scalar
-  CHECK_THAT(dot.str(), Contains("label=\"MatMul\\n"));
-  CHECK_THAT(dot.str(), Contains("label=\"encoder.layers.0.self_attn.q_proj.weight\\n(32, 32) float32\""));
-  CHECK_THAT(log.str(), Contains("graph: wrote " + (dir / "step.dot").string()));
+  const sf::test::TempDir tmp;
+  const sf::test::CliResult r = sf::test::run_cli(
+      sf::test::train_args(sf::test::one_step_reverse_run(tmp, tmp / "run")) + " --dump-graph " +
+          sf::test::quoted(tmp / "step.dot"),
+      tmp);
+  const std::string log = r.out + r.err, dot = sf::test::read_file(tmp / "step.dot");
+  INFO(log);
+  REQUIRE(r.status == 0);
+  require_valid_looking_dot(dot);
+  CHECK_THAT(dot, Contains("label=\"CrossEntropy\\n() float32\""));  // the loss, a scalar
+  CHECK_THAT(dot, Contains("label=\"MatMul\\n"));
+  CHECK_THAT(dot, Contains("label=\"encoder.layers.0.self_attn.q_proj.weight\\n(32, 32) float32\""));
+  CHECK_THAT(log, Contains("graph: wrote " + tmp / "step.dot"));
   // rendered when Graphviz is installed, otherwise the command to do it is printed
-  CHECK_THAT(log.str(), Contains(fs::exists(dir / "step.svg") ? "graph: rendered" : "dot -Tsvg"));
-  fs::remove_all(dir);
+  CHECK_THAT(log, Contains(std::filesystem::exists(tmp / "step.svg") ? "graph: rendered" : "dot -Tsvg"));
 }

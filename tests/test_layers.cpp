@@ -1,6 +1,7 @@
 // The basic layers (nn/embedding, nn/dropout, nn/norm, nn/feed_forward): values against plain
-// loops written here, float64 gradient checks of every input and parameter, the defining
-// properties (padding row, dropout rate and scaling, normalised rows) and error messages.
+// loops written here, float64 gradient checks of every input and parameter (Embedding's and
+// FeedForward's are entries of the gradcheck suite), the defining properties (padding row,
+// dropout rate and scaling, normalised rows) and error messages.
 //
 // Letters: B batch, T sequence length, D model width, F d_ff, V vocabulary.
 #include <cmath>
@@ -101,13 +102,8 @@ TEST_CASE("Embedding padding row starts at zero and gets exactly zero gradient",
   REQUIRE(max_abs_diff(g, from_vector(expected, {kV, kD}, Dtype::Float64)) <= kLoopTol);
 }
 
-TEST_CASE("Embedding gradcheck of the weight", "[embedding][grad]") {
-  Generator gen(4);
-  Embedding emb(5, 3, gen, /*padding_idx=*/0, Dtype::Float64);
-  // Repeated ids (accumulation); no padding id, whose row is deliberately not differentiated.
-  Tensor ids = from_vector<std::int64_t>({1, 3, 3, 4, 1, 2, 4, 4}, {2, 4});
-  require_gradcheck([&](const std::vector<Tensor>&) { return emb.forward(ids); }, {emb.weight});
-}
+// The gradient check of Embedding's weight (repeated ids accumulate) is the gradcheck suite's
+// entry embedding (train/classroom/gradcheck_suite.cpp, run by tests/test_gradcheck_suite.cpp).
 
 TEST_CASE("Embedding errors name the id and the vocabulary", "[embedding]") {
   Generator gen(5);
@@ -187,7 +183,7 @@ TEST_CASE("Dropout rejects p outside 0 to 1", "[dropout]") {
 
 // ================================================================================== LayerNorm
 
-TEST_CASE("LayerNorm rows have mean 0 and variance 1 at init", "[layernorm][norm]") {
+TEST_CASE("LayerNorm rows have mean 0 and variance 1 at init", "[layer_norm][norm]") {
   constexpr std::int64_t kD = 32, kRows = 12;
   // Mean: 0 up to float64 rounding of values O(1). Variance: var / (var + eps) = 1 - eps / var;
   // the inputs 3 N(0,1) + 1 have row variances around 9 (far above 0.1 for D = 32), so the
@@ -209,7 +205,7 @@ TEST_CASE("LayerNorm rows have mean 0 and variance 1 at init", "[layernorm][norm
   }
 }
 
-TEST_CASE("LayerNorm matches a plain loop with trained weight and bias", "[layernorm][norm]") {
+TEST_CASE("LayerNorm matches a plain loop with trained weight and bias", "[layer_norm][norm]") {
   constexpr std::int64_t kD = 6;
   constexpr double kEps = 1e-5;
   Generator gen(14);
@@ -230,7 +226,7 @@ TEST_CASE("LayerNorm matches a plain loop with trained weight and bias", "[layer
     }
 }
 
-TEST_CASE("LayerNorm gradcheck of input weight and bias", "[layernorm][norm][grad]") {
+TEST_CASE("LayerNorm gradcheck of input weight and bias", "[layer_norm][norm][grad]") {
   Generator gen(15);
   LayerNorm ln(4, 1e-5, Dtype::Float64);
   randomise(ln.weight, gen);
@@ -246,7 +242,7 @@ TEST_CASE("LayerNorm gradcheck of input weight and bias", "[layernorm][norm][gra
   }
 }
 
-TEST_CASE("LayerNorm errors name the expected width", "[layernorm][norm]") {
+TEST_CASE("LayerNorm errors name the expected width", "[layer_norm][norm]") {
   LayerNorm ln(8);
   REQUIRE_THROWS_WITH(ln.forward(zeros({2, 5})), Contains("LayerNorm") && Contains("(..., 8)") && Contains("(2, 5)"));
   REQUIRE_THROWS_WITH(LayerNorm(0), Contains("LayerNorm") && Contains("dim") && Contains("0"));
@@ -254,7 +250,7 @@ TEST_CASE("LayerNorm errors name the expected width", "[layernorm][norm]") {
 
 // ==================================================================================== RMSNorm
 
-TEST_CASE("RMSNorm rows have root mean square 1 at init", "[rmsnorm][norm]") {
+TEST_CASE("RMSNorm rows have root mean square 1 at init", "[rms_norm][norm]") {
   constexpr std::int64_t kD = 32, kRows = 12;
   // rms(y) = sqrt(ms / (ms + eps)) = 1 - eps / (2 ms) with eps = 1e-6 and ms ~ 10 here: the
   // deficit is ~1e-7; a wrong normalisation is off by O(1).
@@ -271,7 +267,7 @@ TEST_CASE("RMSNorm rows have root mean square 1 at init", "[rmsnorm][norm]") {
   }
 }
 
-TEST_CASE("RMSNorm matches a plain loop with a trained weight", "[rmsnorm][norm]") {
+TEST_CASE("RMSNorm matches a plain loop with a trained weight", "[rms_norm][norm]") {
   constexpr std::int64_t kD = 5;
   constexpr double kEps = 1e-6;
   Generator gen(17);
@@ -287,7 +283,7 @@ TEST_CASE("RMSNorm matches a plain loop with a trained weight", "[rmsnorm][norm]
   }
 }
 
-TEST_CASE("RMSNorm gradcheck of input and weight", "[rmsnorm][norm][grad]") {
+TEST_CASE("RMSNorm gradcheck of input and weight", "[rms_norm][norm][grad]") {
   Generator gen(18);
   RMSNorm rn(4, 1e-6, Dtype::Float64);
   randomise(rn.weight, gen);
@@ -302,7 +298,7 @@ TEST_CASE("RMSNorm gradcheck of input and weight", "[rmsnorm][norm][grad]") {
   }
 }
 
-TEST_CASE("RMSNorm errors name the expected width", "[rmsnorm][norm]") {
+TEST_CASE("RMSNorm errors name the expected width", "[rms_norm][norm]") {
   RMSNorm rn(4);
   REQUIRE_THROWS_WITH(rn.forward(zeros({3, 2, 6})), Contains("RMSNorm") && Contains("(..., 4)") && Contains("(3, 2, 6)"));
   REQUIRE_THROWS_WITH(RMSNorm(4, 0.0), Contains("RMSNorm") && Contains("eps"));
@@ -330,7 +326,7 @@ std::vector<double> linear_ref(const Linear& lin, const std::vector<double>& x) 
 
 }  // namespace
 
-TEST_CASE("FeedForward matches a plain loop for each activation", "[feedforward]") {
+TEST_CASE("FeedForward matches a plain loop for each activation", "[feed_forward]") {
   constexpr std::int64_t kD = 4, kF = 6;
   const Activation act = GENERATE(Activation::ReLU, Activation::GELU, Activation::SwiGLU);
   INFO("activation " << activation_name(act));
@@ -356,28 +352,10 @@ TEST_CASE("FeedForward matches a plain loop for each activation", "[feedforward]
     }
 }
 
-TEST_CASE("FeedForward gradcheck of input and every parameter", "[feedforward][grad]") {
-  const Activation act = GENERATE(Activation::ReLU, Activation::GELU, Activation::SwiGLU);
-  INFO("activation " << activation_name(act));
-  Generator init_gen(22), drop_gen(23), data_gen(24);
-  // Train mode with dropout on: the mask is made the same on every call by reseeding. ReLU's
-  // kink at 0 is hit by a finite difference only if a pre-activation is within eps = 1e-6 of 0,
-  // which random N(0,1) data makes vanishingly unlikely.
-  FeedForward ff(3, 5, act, 0.25, init_gen, drop_gen, Dtype::Float64);
-  for (const Tensor& p : ff.parameters()) randomise(p, data_gen);  // non-zero biases too
-  Tensor x = grad_input({2, 2, 3}, data_gen);
-  std::vector<Tensor> inputs = {x};
-  for (const Tensor& p : ff.parameters()) inputs.push_back(p);
-  REQUIRE(inputs.size() == (act == Activation::SwiGLU ? 7u : 5u));
-  require_gradcheck(
-      [&](const std::vector<Tensor>& in) {
-        drop_gen.manual_seed(99);
-        return ff.forward(in[0]);
-      },
-      inputs);
-}
+// The gradient check of FeedForward's input and every parameter, for each activation with dropout
+// on, is the gradcheck suite's entry feed_forward (run by tests/test_gradcheck_suite.cpp).
 
-TEST_CASE("FeedForward registers a gate only for SwiGLU", "[feedforward]") {
+TEST_CASE("FeedForward registers a gate only for SwiGLU", "[feed_forward]") {
   constexpr std::int64_t kD = 4, kF = 8;
   Generator init_gen(25), drop_gen(26);
   FeedForward relu_ff(kD, kF, Activation::ReLU, 0.0, init_gen, drop_gen);
@@ -394,7 +372,7 @@ TEST_CASE("FeedForward registers a gate only for SwiGLU", "[feedforward]") {
   REQUIRE(swiglu_ff.parameter_count() == 2 * (kD * kF + kF) + (kF * kD + kD));
 }
 
-TEST_CASE("FeedForward dropout acts only in training", "[feedforward][dropout]") {
+TEST_CASE("FeedForward dropout acts only in training", "[feed_forward][dropout]") {
   Generator init_a(27), init_b(27), drop_gen(28), data_gen(29);
   FeedForward with_drop(4, 16, Activation::GELU, 0.5, init_a, drop_gen, Dtype::Float64);
   FeedForward no_drop(4, 16, Activation::GELU, 0.0, init_b, drop_gen, Dtype::Float64);  // same weights
@@ -406,7 +384,7 @@ TEST_CASE("FeedForward dropout acts only in training", "[feedforward][dropout]")
   REQUIRE(max_abs_diff(with_drop.forward(x), reference) == 0.0);
 }
 
-TEST_CASE("FeedForward activation names and errors", "[feedforward]") {
+TEST_CASE("FeedForward activation names and errors", "[feed_forward]") {
   REQUIRE(parse_activation("relu") == Activation::ReLU);
   REQUIRE(parse_activation("gelu") == Activation::GELU);
   REQUIRE(parse_activation("swiglu") == Activation::SwiGLU);

@@ -1,5 +1,5 @@
-// Fused cross_entropy (autograd/ops_loss.cpp): a hand computation on tiny examples, gradient
-// checks, the fused op against the same math composed from exp/log/max/sum, ignore_index,
+// Fused cross_entropy (autograd/ops_loss.cpp): a hand computation on tiny examples (its gradient
+// check: the gradcheck suite's entry cross_entropy), the fused op against the same math composed from exp/log/max/sum, ignore_index,
 // label smoothing (0 is plain NLL; at logits = log q the loss is the entropy of q), numerical
 // stability, float32 against float64, error messages.
 //
@@ -12,18 +12,16 @@
 #include "test_util.h"
 
 using namespace sf;
-using sf::test::grad_input;
 using sf::test::max_abs_diff;
-using sf::test::require_gradcheck;
 
 namespace {
 
 // float64 results computed two ways (fused vs composed, or fused vs a plain loop in this
 // file): the same formulas in another order, O(1) values, rounding ~1e-16 per op.
-constexpr double kFloat64Tol = 1e-12;
+using sf::test::kFloat64Tol;  // 1e-12, tests/test_util.h
 // float32 vs float64 of the same op: logits of size ~10, a log-sum-exp over V = 11 terms;
 // float32 rounds at ~6e-8 relative, so 1e-5 is generous yet far below any real mistake.
-constexpr double kFloat32Tol = 1e-5;
+using sf::test::kFloat32Tol;  // 1e-5, tests/test_util.h
 // Logits shifted by 1000 are stored to ~1e-13 (float64) or ~3e-5 (float32, half an ulp at 1000)
 // absolute; the loss inherits errors of that size from its inputs, not from the op.
 constexpr double kShiftedFloat64Tol = 1e-10;
@@ -90,7 +88,7 @@ Tensor cross_entropy_composed(const Tensor& logits, const Tensor& q, double coun
   return div(neg(sum(mul(q, logp))), count);
 }
 
-Tensor ids(const std::vector<std::int64_t>& t) { return from_vector(t, {static_cast<std::int64_t>(t.size())}); }
+using sf::test::ids;
 
 }  // namespace
 
@@ -131,29 +129,10 @@ TEST_CASE("cross_entropy of uniform logits is log V", "[loss][cross_entropy]") {
       CHECK(std::abs(grad[n * kV + v] - (0.25 - (v == gold[n] ? 1.0 : 0.0)) / 3.0) <= kFloat64Tol);
 }
 
-TEST_CASE("cross_entropy gradcheck of the logits", "[loss][cross_entropy][grad]") {
-  Generator gen(21);
-  const Tensor targets = ids({1, -100, 4, 0});  // one ignored row
-  for (double smoothing : {0.0, 0.2}) {
-    INFO("label_smoothing " << smoothing);
-    SECTION("contiguous logits " + std::to_string(smoothing)) {
-      require_gradcheck([&](const std::vector<Tensor>& in) { return cross_entropy(in[0], targets, -100, smoothing); },
-                        {grad_input({4, 5}, gen)});
-    }
-    SECTION("transposed logits " + std::to_string(smoothing)) {
-      Tensor base = grad_input({5, 4}, gen);  // logits = base^T: (4, 5)
-      require_gradcheck(
-          [&](const std::vector<Tensor>& in) { return cross_entropy(transpose(in[0], 0, 1), targets, -100, smoothing); },
-          {base});
-    }
-    SECTION("narrowed logits " + std::to_string(smoothing)) {
-      Tensor base = grad_input({4, 8}, gen);  // logits = base[:, 2:7]: (4, 5)
-      require_gradcheck(
-          [&](const std::vector<Tensor>& in) { return cross_entropy(narrow(in[0], 1, 2, 5), targets, -100, smoothing); },
-          {base});
-    }
-  }
-}
+// The gradient check of the logits (plain and with label smoothing 0.2, on contiguous, transposed
+// and narrowed logits, one row ignored) is the gradcheck suite's entry cross_entropy
+// (train/classroom/gradcheck_suite.cpp, run by tests/test_gradcheck_suite.cpp with the labels
+// cross_entropy and grad).
 
 TEST_CASE("cross_entropy fused matches composed in value and gradient", "[loss][cross_entropy][fused]") {
   constexpr std::int64_t kN = 6, kV = 7;

@@ -22,7 +22,7 @@ namespace {
 constexpr double kFusedVsComposedTol = 1e-12;
 // float32 vs float64 of the same op on O(1) values: float32 rounds at ~6e-8 relative, and a
 // gradient row sums D = 16 products; 1e-5 is far above that and far below any real mistake.
-constexpr double kFloat32Tol = 1e-5;
+using sf::test::kFloat32Tol;  // 1e-5, tests/test_util.h
 // Output row statistics in float32 with eps = 1e-5 on rows of variance ~9: the variance of the
 // output is var / (var + eps) = 1 - ~1e-6, plus float32 rounding of each output (~6e-8).
 constexpr double kRowStatTol = 1e-5;
@@ -64,7 +64,7 @@ Result run(F f, Tensor x, Tensor w, Tensor b, const Tensor& v) {
 
 // ------------------------------------------------------------------------------- layer_norm
 
-TEST_CASE("layer_norm gradcheck of x weight and bias", "[norm][layernorm][grad]") {
+TEST_CASE("layer_norm gradcheck of x weight and bias", "[norm][layer_norm][grad]") {
   Generator gen(1);
   auto f = [](const std::vector<Tensor>& in) { return layer_norm(in[0], in[1], in[2], kEps); };
   SECTION("2-D x") {
@@ -78,13 +78,13 @@ TEST_CASE("layer_norm gradcheck of x weight and bias", "[norm][layernorm][grad]"
   }
 }
 
-TEST_CASE("layer_norm gradcheck without bias", "[norm][layernorm][grad]") {
+TEST_CASE("layer_norm gradcheck without bias", "[norm][layer_norm][grad]") {
   Generator gen(2);
   require_gradcheck([](const std::vector<Tensor>& in) { return layer_norm(in[0], in[1], Tensor(), kEps); },
                     {grad_input({3, 4}, gen), grad_input({4}, gen)});
 }
 
-TEST_CASE("layer_norm gradcheck with a non-contiguous x", "[norm][layernorm][grad]") {
+TEST_CASE("layer_norm gradcheck with a non-contiguous x", "[norm][layer_norm][grad]") {
   Generator gen(3);
   SECTION("transposed: the normalised dim has stride 3") {
     Tensor base = grad_input({4, 3}, gen);  // x = base^T: (3, 4)
@@ -98,7 +98,7 @@ TEST_CASE("layer_norm gradcheck with a non-contiguous x", "[norm][layernorm][gra
   }
 }
 
-TEST_CASE("layer_norm fused matches composed in values and gradients", "[norm][layernorm][fused]") {
+TEST_CASE("layer_norm fused matches composed in values and gradients", "[norm][layer_norm][fused]") {
   Generator gen(4);
   Tensor x = grad_input({2, 3, 8}, gen), w = grad_input({8}, gen), b = grad_input({8}, gen);
   Tensor v = randn({2, 3, 8}, gen, Dtype::Float64);  // upstream gradient, non-uniform
@@ -125,7 +125,7 @@ TEST_CASE("layer_norm fused matches composed in values and gradients", "[norm][l
   }
 }
 
-TEST_CASE("layer_norm output rows have mean 0 and variance 1", "[norm][layernorm]") {
+TEST_CASE("layer_norm output rows have mean 0 and variance 1", "[norm][layer_norm]") {
   // float32 rows far from 0 (mean 1000, std 3): statistics accumulated in float, or a variance
   // taken as E[x^2] - E[x]^2, would leave a visible offset here.
   constexpr std::int64_t kRows = 6, kD = 64;
@@ -146,7 +146,7 @@ TEST_CASE("layer_norm output rows have mean 0 and variance 1", "[norm][layernorm
   }
 }
 
-TEST_CASE("layer_norm float32 matches float64", "[norm][layernorm]") {
+TEST_CASE("layer_norm float32 matches float64", "[norm][layer_norm]") {
   Generator gen(6);
   Tensor x64 = grad_input({3, 16}, gen), w64 = grad_input({16}, gen), b64 = grad_input({16}, gen);
   Tensor v64 = randn({3, 16}, gen, Dtype::Float64);
@@ -162,7 +162,7 @@ TEST_CASE("layer_norm float32 matches float64", "[norm][layernorm]") {
   CHECK(max_abs_diff(r32.grad_b, r64.grad_b) <= kFloat32Tol);
 }
 
-TEST_CASE("layer_norm errors name both shapes", "[norm][layernorm]") {
+TEST_CASE("layer_norm errors name both shapes", "[norm][layer_norm]") {
   Tensor x = zeros({2, 8});
   REQUIRE_THROWS_WITH(layer_norm(x, zeros({7}), zeros({8})),
                       Catch::Contains("weight") && Catch::Contains("(7,)") && Catch::Contains("(2, 8)"));
@@ -176,14 +176,14 @@ TEST_CASE("layer_norm errors name both shapes", "[norm][layernorm]") {
 
 // ------------------------------------------------------------------------------- rms_norm
 
-TEST_CASE("rms_norm gradcheck of x and weight", "[norm][rmsnorm][grad]") {
+TEST_CASE("rms_norm gradcheck of x and weight", "[norm][rms_norm][grad]") {
   Generator gen(11);
   auto f = [](const std::vector<Tensor>& in) { return rms_norm(in[0], in[1], kEps); };
   SECTION("2-D x") { require_gradcheck(f, {grad_input({3, 5}, gen), grad_input({5}, gen)}); }
   SECTION("3-D x") { require_gradcheck(f, {grad_input({2, 3, 4}, gen), grad_input({4}, gen)}); }
 }
 
-TEST_CASE("rms_norm gradcheck with a non-contiguous x", "[norm][rmsnorm][grad]") {
+TEST_CASE("rms_norm gradcheck with a non-contiguous x", "[norm][rms_norm][grad]") {
   Generator gen(12);
   SECTION("transposed") {
     Tensor base = grad_input({4, 3}, gen);  // x = base^T: (3, 4)
@@ -197,7 +197,7 @@ TEST_CASE("rms_norm gradcheck with a non-contiguous x", "[norm][rmsnorm][grad]")
   }
 }
 
-TEST_CASE("rms_norm fused matches composed in values and gradients", "[norm][rmsnorm][fused]") {
+TEST_CASE("rms_norm fused matches composed in values and gradients", "[norm][rms_norm][fused]") {
   Generator gen(13);
   Tensor x = grad_input({2, 3, 8}, gen), w = grad_input({8}, gen);
   Tensor v = randn({2, 3, 8}, gen, Dtype::Float64);
@@ -210,7 +210,7 @@ TEST_CASE("rms_norm fused matches composed in values and gradients", "[norm][rms
   CHECK(std::string(y.grad_fn()->name()) == "RMSNorm");
 }
 
-TEST_CASE("rms_norm output rows have root mean square 1", "[norm][rmsnorm]") {
+TEST_CASE("rms_norm output rows have root mean square 1", "[norm][rms_norm]") {
   // Rows of scale ~3: mean(y^2) = ms / (ms + eps) = 1 - ~1e-6, plus float32 rounding.
   constexpr std::int64_t kRows = 5, kD = 32;
   Generator gen(14);
@@ -225,7 +225,7 @@ TEST_CASE("rms_norm output rows have root mean square 1", "[norm][rmsnorm]") {
   }
 }
 
-TEST_CASE("rms_norm float32 matches float64", "[norm][rmsnorm]") {
+TEST_CASE("rms_norm float32 matches float64", "[norm][rms_norm]") {
   Generator gen(15);
   Tensor x64 = grad_input({3, 16}, gen), w64 = grad_input({16}, gen);
   Tensor v64 = randn({3, 16}, gen, Dtype::Float64);
@@ -238,7 +238,7 @@ TEST_CASE("rms_norm float32 matches float64", "[norm][rmsnorm]") {
   CHECK(max_abs_diff(r32.grad_w, r64.grad_w) <= kFloat32Tol);
 }
 
-TEST_CASE("rms_norm errors name both shapes", "[norm][rmsnorm]") {
+TEST_CASE("rms_norm errors name both shapes", "[norm][rms_norm]") {
   Tensor x = zeros({2, 8});
   REQUIRE_THROWS_WITH(rms_norm(x, zeros({8, 2})),
                       Catch::Contains("rms_norm") && Catch::Contains("(8, 2)") && Catch::Contains("(2, 8)"));

@@ -101,7 +101,7 @@ TEST_CASE("Adam in float32 follows the float64 update", "[optim][adam]") {
   // same values and gradients in float32 and float64 must agree to float32 rounding: each step
   // moves w by about lr = 1e-2 and rounds it at ~6e-8 relative, so 1e-5 leaves a wide margin
   // and still fails on any formula difference (a dropped bias correction changes w by ~1e-2).
-  constexpr double kFloat32Tol = 1e-5;
+  using sf::test::kFloat32Tol;  // 1e-5, tests/test_util.h
   const std::vector<double> w0 = {0.5, -1.25, 2.0, 1e-3};
   const std::vector<std::vector<double>> grads = {
       {0.1, -0.2, 0.3, 1e-4}, {0.05, 0.2, -0.3, 2e-4}, {-0.1, 0.1, 0.0, -1e-4}, {0.2, -0.05, 0.1, 0}, {0, 0, 0, 0}};

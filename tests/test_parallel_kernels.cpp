@@ -16,17 +16,7 @@ using namespace sf;
 
 namespace {
 
-// Runs f on 1 thread and on 2, restoring the thread count; returns both results' values.
-template <class F>
-std::pair<std::vector<double>, std::vector<double>> on_one_and_two_threads(F&& f) {
-  const int before = num_threads();
-  set_num_threads(1);
-  std::vector<double> one = f().template to_vector<double>();
-  set_num_threads(2);
-  std::vector<double> two = f().template to_vector<double>();
-  set_num_threads(before);
-  return {one, two};
-}
+using test::on_one_and_two_threads;  // tests/test_util.h
 
 }  // namespace
 

@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -141,11 +140,7 @@ std::string xml_problem(const std::string& doc) {
 
 // ---- reading the SVG back ----
 
-std::size_t count_of(const std::string& text, const std::string& part) {
-  std::size_t n = 0;
-  for (std::size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + part.size())) ++n;
-  return n;
-}
+using sf::test::count_of;  // tests/test_util.h
 
 // Every start tag "<name ...>" whose text contains `marker` (e.g. class="cell"), in order.
 std::vector<std::string> tags_with(const std::string& svg, const std::string& name, const std::string& marker) {
@@ -200,12 +195,8 @@ Rgb parse_hex(const std::string& hex) {
     REQUIRE(problem_.empty());         \
   } while (0)
 
-using sf::test::TempDir;  // tests/test_util.h
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
+using sf::test::read_file;  // tests/test_util.h
+using sf::test::TempDir;
 
 const std::string kHeader = "step\tepoch\tkind\tloss\tnll\tppl\tlr\ttokens_per_s\tgrad_norm\tbleu\telapsed_s\n";
 
@@ -466,7 +457,7 @@ TEST_CASE("write_file_atomically replaces the file and leaves no temp file", "[p
   const std::string path = (dir.path / "picture.svg").string();
   write_file_atomically(path, "first");
   write_file_atomically(path, "second, longer");
-  CHECK(read_text(path) == "second, longer");
+  CHECK(read_file(path) == "second, longer");
   CHECK_FALSE(fs::exists(path + ".tmp"));
   const std::string unreachable = (dir.path / "no_such_dir" / "picture.svg").string();
   REQUIRE_THROWS_AS(write_file_atomically(unreachable, "x"), std::runtime_error);

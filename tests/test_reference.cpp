@@ -69,11 +69,7 @@ std::string reference_path(const std::string& name) {
   return std::string(SCRATCHFORMER_TEST_DATA) + "/reference/" + name + ".safetensors";
 }
 
-double max_abs(const Tensor& t) {
-  double m = 0;
-  for (double v : t.to_vector<double>()) m = std::max(m, std::abs(v));
-  return m;
-}
+using sf::test::max_abs;  // tests/test_util.h
 
 // One reference file: tensors by name and the configuration in its metadata.
 struct Reference {
@@ -230,7 +226,7 @@ TEST_CASE("MultiHeadAttention causal self-attention matches torch MultiheadAtten
 
 // ---- LayerNorm vs torch.nn.LayerNorm ----
 
-TEST_CASE("LayerNorm matches torch LayerNorm", "[reference][layernorm]") {
+TEST_CASE("LayerNorm matches torch LayerNorm", "[reference][layer_norm]") {
   for (Dtype dtype : kDtypes) {
     const Reference ref("layer_norm");
     nn::LayerNorm ln(ref.meta_int("dim"), ref.meta_double("eps"), dtype);

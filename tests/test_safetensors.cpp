@@ -2,8 +2,6 @@
 // exact byte layout of a small file, reading a file written by hand as another library would,
 // and every way a checkpoint can be damaged: each must give a one-line CheckpointError, never a
 // crash, and a failed save must leave the previous checkpoint intact.
-#include <stdlib.h>
-
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -24,29 +22,9 @@ using sf::train::CheckpointError;
 using sf::train::load_safetensors;
 using sf::train::save_safetensors;
 
-// A fresh folder under the system temp directory, removed with everything in it at scope exit.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "sf_safetensors_XXXXXX").string();
-    REQUIRE(mkdtemp(pattern.data()) != nullptr);
-    path = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
-
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-void write_bytes(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary) << bytes;
-}
+using sf::test::read_file;   // tests/test_util.h
+using sf::test::TempDir;
+using sf::test::write_file;
 
 // n as 8 little-endian bytes, written out byte by byte (independent of the machine's byte order).
 std::string u64_le(std::uint64_t n) {
@@ -90,7 +68,7 @@ TEST_CASE("safetensors round trip keeps names dtypes shapes and values", "[check
   const Tensor empty = sf::zeros({0, 4}, Dtype::Float32);
 
   TempDir dir;
-  const std::string path = dir.file("ckpt.safetensors");
+  const std::string path = dir / "ckpt.safetensors";
   save_safetensors(path, {{"f32", f32}, {"f64", f64}, {"ids", i64}, {"view", view}, {"scalar", scalar}, {"empty", empty}});
   CHECK_FALSE(fs::exists(path + ".tmp"));
   const sf::train::SafetensorsFile file = load_safetensors(path);
@@ -127,7 +105,7 @@ TEST_CASE("safetensors round trip keeps names dtypes shapes and values", "[check
 
 TEST_CASE("safetensors keeps metadata and adds the checksum", "[checkpoint][safetensors]") {
   TempDir dir;
-  const std::string path = dir.file("m.safetensors");
+  const std::string path = dir / "m.safetensors";
   const std::map<std::string, std::string> metadata{
       {"step", "1200"}, {"config", "[model]\nd_model = 256\n"}, {"note", "Grüße \"quoted\" \\ 中文"}, {"empty", ""}};
   save_safetensors(path, {{"x", sf::ones({2})}}, metadata);
@@ -143,7 +121,7 @@ TEST_CASE("safetensors keeps metadata and adds the checksum", "[checkpoint][safe
 
 TEST_CASE("safetensors writes the documented byte layout", "[checkpoint][safetensors]") {
   TempDir dir;
-  const std::string path = dir.file("tiny.safetensors");
+  const std::string path = dir / "tiny.safetensors";
   save_safetensors(path, {{"w", sf::from_vector<float>({1.0f, -2.0f}, {2})}, {"n", sf::from_vector<std::int64_t>({7}, {})}},
                    {{"k", "v"}});
 
@@ -153,7 +131,7 @@ TEST_CASE("safetensors writes the documented byte layout", "[checkpoint][safeten
                        R"("},"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
                        R"("n":{"dtype":"I64","shape":[],"data_offsets":[8,16]}})";
   while ((8 + header.size()) % 8 != 0) header += ' ';  // the data section starts 8-byte aligned
-  const std::string bytes = read_bytes(path);
+  const std::string bytes = read_file(path);
   CHECK(bytes == u64_le(header.size()) + header + data);
   CHECK(bytes.size() % 8 == 0);
 }
@@ -161,11 +139,11 @@ TEST_CASE("safetensors writes the documented byte layout", "[checkpoint][safeten
 TEST_CASE("safetensors reads a file written by another library", "[checkpoint][safetensors]") {
   // No metadata and so no checksum, keys in another order, "b" stored before "a", trailing spaces.
   TempDir dir;
-  const std::string path = dir.file("foreign.safetensors");
+  const std::string path = dir / "foreign.safetensors";
   const std::string header = R"({"a":{"data_offsets":[4,12],"shape":[1],"dtype":"F64"},)"
                              R"("b":{"dtype":"F32","shape":[1,1],"data_offsets":[0,4]}}   )";
   const std::string data = std::string("\x00\x00\x00\x3F", 4) + std::string("\0\0\0\0\0\0\xF8\x3F", 8);  // 0.5f, 1.5
-  write_bytes(path, raw_file(header, data));
+  write_file(path, raw_file(header, data));
   const auto file = load_safetensors(path);
   CHECK(file.order == std::vector<std::string>{"b", "a"});  // the order of the data
   CHECK(file.tensors.at("a").dtype() == Dtype::Float64);
@@ -177,53 +155,53 @@ TEST_CASE("safetensors reads a file written by another library", "[checkpoint][s
   // The same tensors with bytes 4..7 claimed by nobody: the format forbids gaps.
   const std::string gap_header = R"({"a":{"data_offsets":[8,16],"shape":[1],"dtype":"F64"},)"
                                  R"("b":{"dtype":"F32","shape":[1,1],"data_offsets":[0,4]}})";
-  write_bytes(path, raw_file(gap_header, std::string(16, '\0')));
+  write_file(path, raw_file(gap_header, std::string(16, '\0')));
   require_load_error(path, "gap of 4 bytes");
 }
 
 TEST_CASE("safetensors rejects truncated files at any length", "[checkpoint][safetensors][errors]") {
   TempDir dir;
-  const std::string good = dir.file("good.safetensors");
+  const std::string good = dir / "good.safetensors";
   sf::Generator gen(3);
   save_safetensors(good, {{"a", sf::randn({4, 4}, gen)}, {"b", sf::randn({3}, gen, Dtype::Float64)}}, {{"step", "9"}});
-  const std::string bytes = read_bytes(good);
+  const std::string bytes = read_file(good);
   std::uint64_t header_len = 0;
   for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | static_cast<unsigned char>(bytes[i]);
   REQUIRE(8 + header_len < bytes.size());
 
-  const std::string cut = dir.file("cut.safetensors");
+  const std::string cut = dir / "cut.safetensors";
   for (std::size_t size : {std::size_t{0}, std::size_t{3}, std::size_t{7}, std::size_t{8}, std::size_t{9},
                            8 + header_len / 2, 8 + header_len - 1, 8 + header_len, 8 + header_len + 5,
                            bytes.size() - 1}) {
     INFO("truncated to " << size << " of " << bytes.size() << " bytes");
-    write_bytes(cut, bytes.substr(0, size));
+    write_file(cut, bytes.substr(0, size));
     REQUIRE_THROWS_AS(load_safetensors(cut), CheckpointError);
     REQUIRE_THROWS_WITH(load_safetensors(cut), Contains(cut) && !Contains("\n"));
   }
-  write_bytes(cut, bytes.substr(0, 5));
+  write_file(cut, bytes.substr(0, 5));
   require_load_error(cut, "too short to hold the 8-byte header length");
-  write_bytes(cut, bytes.substr(0, 8 + header_len - 1));
+  write_file(cut, bytes.substr(0, 8 + header_len - 1));
   require_load_error(cut, "header length");
-  write_bytes(cut, bytes.substr(0, bytes.size() - 1));
+  write_file(cut, bytes.substr(0, bytes.size() - 1));
   require_load_error(cut, "beyond the data section");
   // Extra bytes after the last tensor are damage too.
-  write_bytes(cut, bytes + "x");
+  write_file(cut, bytes + "x");
   require_load_error(cut, "the tensors cover");
 }
 
 TEST_CASE("safetensors detects a corrupted data byte by its checksum", "[checkpoint][safetensors][errors]") {
   TempDir dir;
-  const std::string path = dir.file("c.safetensors");
+  const std::string path = dir / "c.safetensors";
   save_safetensors(path, {{"a", sf::arange(0.0, 10.0, 1.0, Dtype::Float32)}});
-  std::string bytes = read_bytes(path);
+  std::string bytes = read_file(path);
   bytes[bytes.size() - 3] ^= 0x10;  // one bit of the last float
-  write_bytes(path, bytes);
+  write_file(path, bytes);
   require_load_error(path, "checksum mismatch");
 }
 
 TEST_CASE("safetensors rejects malformed headers", "[checkpoint][safetensors][errors]") {
   TempDir dir;
-  const std::string path = dir.file("bad.safetensors");
+  const std::string path = dir / "bad.safetensors";
   const std::string eight(8, '\0');
   struct Case {
     const char* header;
@@ -253,19 +231,19 @@ TEST_CASE("safetensors rejects malformed headers", "[checkpoint][safetensors][er
   };
   for (const Case& c : cases) {
     INFO("header " << c.header);
-    write_bytes(path, raw_file(c.header, c.data));
+    write_file(path, raw_file(c.header, c.data));
     require_load_error(path, c.expected);
   }
-  require_load_error(dir.file("missing.safetensors"), "not found");
+  require_load_error(dir / "missing.safetensors", "not found");
   require_load_error(dir.path.string(), "is a directory");
 }
 
 TEST_CASE("safetensors save failures leave the previous file intact", "[checkpoint][safetensors][errors]") {
   TempDir dir;
-  const std::string path = dir.file("last.safetensors");
+  const std::string path = dir / "last.safetensors";
   const Tensor old_values = sf::from_vector<float>({1, 2, 3}, {3});
   save_safetensors(path, {{"w", old_values}}, {{"step", "100"}});
-  const std::string old_bytes = read_bytes(path);
+  const std::string old_bytes = read_file(path);
   const std::vector<std::pair<std::string, Tensor>> new_tensors{{"w", sf::from_vector<float>({4, 5, 6}, {3})}};
 
   SECTION("the temporary file cannot be created") {
@@ -286,10 +264,10 @@ TEST_CASE("safetensors save failures leave the previous file intact", "[checkpoi
     REQUIRE_THROWS_WITH(save_safetensors(path, dup), Contains("two tensors named \"w\""));
   }
   SECTION("the folder does not exist") {
-    const std::string elsewhere = dir.file("no/such/dir/x.safetensors");
+    const std::string elsewhere = dir / "no/such/dir/x.safetensors";
     REQUIRE_THROWS_AS(save_safetensors(elsewhere, new_tensors), CheckpointError);
     CHECK_FALSE(fs::exists(elsewhere));
   }
-  CHECK(read_bytes(path) == old_bytes);
+  CHECK(read_file(path) == old_bytes);
   CHECK(load_safetensors(path).tensors.at("w").to_vector<float>() == std::vector<float>{1, 2, 3});
 }

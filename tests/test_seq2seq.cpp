@@ -83,18 +83,11 @@ ModelConfig small_config() {
   return c;
 }
 
-Tensor ids(const std::vector<std::int64_t>& values, const Shape& shape) {
-  return from_vector<std::int64_t>(values, shape);
-}
+using sf::test::ids;              // tests/test_util.h
+using sf::test::with_parameters;
 
 // The source batch of most tests: (2,4), the second row ends with two pads (pad_id 0).
 Tensor padded_source() { return ids({3, 5, 2, 6, 4, 1, 0, 0}, {2, 4}); }
-
-// The inputs of a module gradient check: the given tensors followed by every parameter.
-std::vector<Tensor> with_parameters(std::vector<Tensor> inputs, const Module& m) {
-  for (const Tensor& p : m.parameters()) inputs.push_back(p);
-  return inputs;
-}
 
 bool has_parameter(const Module& m, const std::string& name) {
   for (const auto& [n, _] : m.named_parameters())

@@ -22,12 +22,12 @@ namespace {
 // Tiled vs naive in float64: the same sums in another order (online softmax rescaling, tile by
 // tile gemms), each step rounding at ~1e-16 relative; values and gradients here are at most
 // O(10), so 1e-12 (relative to max(1, |reference|)) leaves room without hiding a wrong term.
-constexpr double kFloat64Tol = 1e-12;
+using sf::test::kFloat64Tol;  // 1e-12, tests/test_util.h
 // Tiled vs naive in float32: float32 rounds at ~6e-8 relative; a row sums up to ~40 terms and
 // the gradients go through exp and two products: the measured agreement is under 4e-7 (float64:
 // under 1e-15). 1e-5 (relative to max(1, |reference|)) is float32 rounding with margin, and far
 // below what a wrong term does (a missing rescale or D moves results by O(1e-2) or more).
-constexpr double kFloat32Tol = 1e-5;
+using sf::test::kFloat32Tol;  // 1e-5, tests/test_util.h
 // The scratch memory of one call at T = 2048 must be tiles, not a (Tq,Tk) matrix: at most a
 // hundredth of one float32 (2048, 2048) score matrix (16 MB), i.e. 168 KB. By design it is one
 // thread's two (64,64) tiles plus Tq numbers, ~40 KB (see ops_attention.cpp).

@@ -112,12 +112,7 @@ Result forward_backward(const nn::ModelConfig& cfg, Dtype dtype) {
   return r;
 }
 
-// max |b|: the scale of a tensor.
-double max_abs(const Tensor& b) {
-  double scale = 0;
-  for (double x : b.to_vector<double>()) scale = std::max(scale, std::abs(x));
-  return scale;
-}
+using sf::test::max_abs;  // tests/test_util.h
 
 // max |a - b| / scale, by default the reference tensor's own scale max |b|.
 double scaled_diff(const Tensor& a, const Tensor& b, double scale = 0) {

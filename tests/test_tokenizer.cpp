@@ -1,8 +1,6 @@
 // Tests for data/tokenizer: training SentencePiece models from C++ on slices of the shipped corpora
 // (German+English and Chinese+English), the fixed special ids, encode/decode round trips, saving and
 // loading, determinism, and the errors for bad files and settings.
-#include <unistd.h>
-
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -36,21 +34,8 @@ constexpr int kVocabSize = 500;
 constexpr std::size_t kChineseSliceLines = 500;
 constexpr int kChineseVocabSize = 1000;
 
-// A fresh directory under the system's temp dir, removed with everything in it at scope exit.
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& name)
-      : path(fs::temp_directory_path() /
-             ("scratchformer-" + name + "-" + std::to_string(::getpid()))) {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
+using sf::test::read_file;  // tests/test_util.h
+using sf::test::TempDir;
 
 std::vector<std::string> first_lines(const std::string& path, std::size_t n) {
   std::vector<std::string> lines = sf::data::read_lines(path);
@@ -61,7 +46,7 @@ std::vector<std::string> first_lines(const std::string& path, std::size_t n) {
 // Writes the first n lines of a corpus file to dir/name; returns the new file's path.
 std::string write_slice(const TempDir& dir, const std::string& name, const std::string& source,
                         std::size_t n) {
-  const std::string path = dir.file(name);
+  const std::string path = dir / name;
   std::ofstream out(path, std::ios::binary);
   for (const std::string& line : first_lines(source, n)) out << line << '\n';
   return path;
@@ -70,11 +55,6 @@ std::string write_slice(const TempDir& dir, const std::string& name, const std::
 std::vector<std::string> german_english_slice(const TempDir& dir) {
   return {write_slice(dir, "train.de", kCorpora + "/multi30k/train.de", kSliceLines),
           write_slice(dir, "train.en", kCorpora + "/multi30k/train.en", kSliceLines)};
-}
-
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
 // Every line of `lines` whose encoding has no <unk> must decode to itself. Returns how many lines
@@ -96,7 +76,7 @@ std::size_t check_round_trips(const Tokenizer& tok, const std::vector<std::strin
 TEST_CASE("a trained tokenizer has the fixed special ids", "[data][tokenizer]") {
   TempDir dir("tok-special");
   const Tokenizer tok =
-      Tokenizer::train(german_english_slice(dir), dir.file("spm.model"), kVocabSize, "unigram");
+      Tokenizer::train(german_english_slice(dir), dir / "spm.model", kVocabSize, "unigram");
   CHECK(tok.vocab_size() == kVocabSize);
   CHECK(tok.id_to_piece(kPadId) == "<pad>");
   CHECK(tok.id_to_piece(kUnkId) == "<unk>");
@@ -117,7 +97,7 @@ TEST_CASE("a trained tokenizer has the fixed special ids", "[data][tokenizer]") 
 TEST_CASE("German and English sentences round trip through encode and decode", "[data][tokenizer]") {
   TempDir dir("tok-roundtrip");
   const Tokenizer tok =
-      Tokenizer::train(german_english_slice(dir), dir.file("spm.model"), kVocabSize, "unigram");
+      Tokenizer::train(german_english_slice(dir), dir / "spm.model", kVocabSize, "unigram");
   // Pieces are subwords: they concatenate back to the sentence with "▁" for the spaces.
   const std::string sentence = "Zwei junge Männer spielen Fußball.";
   const std::vector<std::string> pieces = tok.pieces(sentence);
@@ -145,7 +125,7 @@ TEST_CASE("German and English sentences round trip through encode and decode", "
 TEST_CASE("decode skips pad and BOS and EOS and rejects unknown ids", "[data][tokenizer][errors]") {
   TempDir dir("tok-decode");
   const Tokenizer tok =
-      Tokenizer::train(german_english_slice(dir), dir.file("spm.model"), kVocabSize, "unigram");
+      Tokenizer::train(german_english_slice(dir), dir / "spm.model", kVocabSize, "unigram");
   const std::vector<std::int64_t> ids = tok.encode("Ein Hund rennt.");
   std::vector<std::int64_t> decorated = {kBosId};
   decorated.insert(decorated.end(), ids.begin(), ids.end());
@@ -159,7 +139,7 @@ TEST_CASE("decode skips pad and BOS and EOS and rejects unknown ids", "[data][to
 
 TEST_CASE("a saved tokenizer loads and gives identical ids", "[data][tokenizer]") {
   TempDir dir("tok-load");
-  const std::string model = dir.file("run/spm.model");  // run/ does not exist yet
+  const std::string model = dir / "run/spm.model";  // run/ does not exist yet
   const Tokenizer trained = Tokenizer::train(german_english_slice(dir), model, kVocabSize, "unigram");
   // Only the model and its readable vocabulary are left in the run directory: no temporary files.
   std::set<std::string> files;
@@ -180,33 +160,33 @@ TEST_CASE("training is deterministic for a given seed", "[data][tokenizer]") {
   TempDir dir("tok-determinism");
   const std::vector<std::string> files = german_english_slice(dir);
   // Two runs with the same training files, settings and seed (each in its own run directory).
-  Tokenizer::train(files, dir.file("a/spm.model"), kVocabSize, "unigram", 7);
-  Tokenizer::train(files, dir.file("b/spm.model"), kVocabSize, "unigram", 7);
-  const std::string a = read_bytes(dir.file("a/spm.model")), b = read_bytes(dir.file("b/spm.model"));
+  Tokenizer::train(files, dir / "a/spm.model", kVocabSize, "unigram", 7);
+  Tokenizer::train(files, dir / "b/spm.model", kVocabSize, "unigram", 7);
+  const std::string a = read_file(dir / "a/spm.model"), b = read_file(dir / "b/spm.model");
   REQUIRE(!a.empty());
   CHECK((a == b));  // parenthesised: on failure Catch prints "false", not two binary files
-  CHECK(read_bytes(dir.file("a/spm.vocab")) == read_bytes(dir.file("b/spm.vocab")));
+  CHECK(read_file(dir / "a/spm.vocab") == read_file(dir / "b/spm.vocab"));
 }
 
 TEST_CASE("load_or_train reuses the model already in the run directory", "[data][tokenizer]") {
   TempDir dir("tok-reuse");
   const std::vector<std::string> files = german_english_slice(dir);
-  const std::string model = dir.file("spm.model");
+  const std::string model = dir / "spm.model";
   Tokenizer::train(files, model, kVocabSize, "unigram");
-  const std::string before = read_bytes(model);
+  const std::string before = read_file(model);
   // A different vocabulary size would train a different model: the existing one must be used.
   const Tokenizer resumed = Tokenizer::load_or_train(files, model, 2 * kVocabSize, "unigram");
   CHECK(resumed.vocab_size() == kVocabSize);
-  CHECK(read_bytes(model) == before);
+  CHECK(read_file(model) == before);
   // Without a model, load_or_train trains one (BPE here only because it trains faster).
-  const Tokenizer fresh = Tokenizer::load_or_train(files, dir.file("new.model"), 300, "bpe");
+  const Tokenizer fresh = Tokenizer::load_or_train(files, dir / "new.model", 300, "bpe");
   CHECK(fresh.vocab_size() == 300);
 }
 
 TEST_CASE("a BPE tokenizer round trips too", "[data][tokenizer]") {
   TempDir dir("tok-bpe");
   const Tokenizer tok =
-      Tokenizer::train(german_english_slice(dir), dir.file("spm.model"), kVocabSize, "bpe");
+      Tokenizer::train(german_english_slice(dir), dir / "spm.model", kVocabSize, "bpe");
   CHECK(tok.vocab_size() == kVocabSize);
   CHECK(tok.id_to_piece(kEosId) == "</s>");
   const std::vector<std::string> lines = first_lines(kCorpora + "/multi30k/valid.en", 200);
@@ -218,7 +198,7 @@ TEST_CASE("Chinese sentences round trip with their full width punctuation", "[da
   const std::vector<std::string> files = {
       write_slice(dir, "train.zh", kCorpora + "/tatoeba-cmn-eng/train.zh", kChineseSliceLines),
       write_slice(dir, "train.en", kCorpora + "/tatoeba-cmn-eng/train.en", kChineseSliceLines)};
-  const Tokenizer tok = Tokenizer::train(files, dir.file("spm.model"), kChineseVocabSize, "unigram");
+  const Tokenizer tok = Tokenizer::train(files, dir / "spm.model", kChineseVocabSize, "unigram");
   // Every training line round-trips: character_coverage 1.0 keeps every character, and the
   // identity normalisation keeps "！" and "？" (NFKC would make them "!" and "?").
   const std::vector<std::string> lines = first_lines(files[0], kChineseSliceLines);
@@ -231,10 +211,10 @@ TEST_CASE("Chinese sentences round trip with their full width punctuation", "[da
 
 TEST_CASE("Tokenizer load names a missing or corrupt model file", "[data][tokenizer][errors]") {
   TempDir dir("tok-load-errors");
-  const std::string missing = dir.file("spm.model");
+  const std::string missing = dir / "spm.model";
   REQUIRE_THROWS_AS(Tokenizer::load(missing), std::runtime_error);
   REQUIRE_THROWS_WITH(Tokenizer::load(missing), Contains("not found") && Contains(missing));
-  const std::string corrupt = dir.file("corrupt.model");
+  const std::string corrupt = dir / "corrupt.model";
   std::ofstream(corrupt, std::ios::binary) << "this is not a sentencepiece model";
   REQUIRE_THROWS_WITH(Tokenizer::load(corrupt),
                       Contains(corrupt) && Contains("not a valid SentencePiece model"));
@@ -243,16 +223,16 @@ TEST_CASE("Tokenizer load names a missing or corrupt model file", "[data][tokeni
 TEST_CASE("Tokenizer train rejects bad settings with a clear message", "[data][tokenizer][errors]") {
   TempDir dir("tok-train-errors");
   const std::vector<std::string> files = german_english_slice(dir);
-  const std::string model = dir.file("spm.model");
+  const std::string model = dir / "spm.model";
   REQUIRE_THROWS_WITH(Tokenizer::train(files, model, kVocabSize, "wordpiece"),
                       Contains("model_type must be \"unigram\" or \"bpe\", got \"wordpiece\""));
   REQUIRE_THROWS_WITH(Tokenizer::train(files, model, 3, "unigram"), Contains("vocab_size"));
-  const std::string missing = dir.file("missing.txt");
+  const std::string missing = dir / "missing.txt";
   REQUIRE_THROWS_WITH(Tokenizer::train({missing}, model, kVocabSize, "unigram"),
                       Contains("not found") && Contains(missing));
   // More pieces than the text can supply: SentencePiece's own message is passed on, and no model
   // (nor a temporary file) is left behind.
-  const std::string tiny = dir.file("tiny.txt");
+  const std::string tiny = dir / "tiny.txt";
   std::ofstream(tiny) << "ab ab ab\nba ba\n";
   REQUIRE_THROWS_WITH(Tokenizer::train({tiny}, model, kVocabSize, "unigram"),
                       Contains("SentencePiece failed to train") && Contains(model));

@@ -1,17 +1,10 @@
 // Forward hooks on modules (nn/module.h) and trace mode (train/classroom/trace.h, `--trace`).
-#include "test_util.h"
+#include "run_util.h"
 
 #include <cmath>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <regex>
-#include <set>
-#include <sstream>
-
-#include <unistd.h>
 
 #include "autograd/node.h"
 #include "autograd/ops.h"
@@ -259,52 +252,15 @@ TEST_CASE("a NaN in a weight is counted in the outputs that depend on it", "[tra
 
 namespace {
 
-namespace fs = std::filesystem;
-const std::string kSource = SCRATCHFORMER_SOURCE_DIR;
-const std::string kReverse = kSource + "/configs/reverse.toml";
-
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::string first_lines_of(const std::string& path, int n) {
-  std::ifstream in(path);
-  std::string line, out;
-  for (int i = 0; i < n && std::getline(in, line); ++i) out += line + "\n";
-  return out;
-}
-
-// A fresh directory with 120 pairs of the reverse task; removed at the end.
-struct TraceDir {
-  fs::path dir;
-  TraceDir() {
-    dir = fs::temp_directory_path() / ("sf-trace-" + std::to_string(::getpid()) + "-" + std::to_string(std::rand()));
-    fs::create_directories(dir);
-    const std::string data = kSource + "/data/corpora/reverse/";
-    for (const char* f : {"train.src", "train.tgt"}) std::ofstream(dir / f) << first_lines_of(data + f, 120);
-    for (const char* f : {"valid.src", "valid.tgt"}) std::ofstream(dir / f) << first_lines_of(data + f, 4);
-  }
-  ~TraceDir() {
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  }
-  std::string train_command(const std::string& extra) const {
-    std::string cmd = std::string("'") + SCRATCHFORMER_BINARY + "' train --config '" + kReverse + "'";
-    for (const std::string& o : {"run.dir=" + (dir / "run").string(), "data.train_src=" + (dir / "train.src").string(),
-                                 "data.train_tgt=" + (dir / "train.tgt").string(),
-                                 "data.valid_src=" + (dir / "valid.src").string(),
-                                 "data.valid_tgt=" + (dir / "valid.tgt").string(), std::string("data.test_src=\"\""),
-                                 std::string("data.test_tgt=\"\""), std::string("data.batch_tokens=256"),
-                                 std::string("model.d_model=32"), std::string("model.d_ff=64"),
-                                 std::string("model.encoder_layers=1"), std::string("model.decoder_layers=1"),
-                                 std::string("run.threads=1"), std::string("train.max_steps=1")})
-      cmd += " --set '" + o + "'";
-    return cmd + " " + extra + " </dev/null >'" + (dir / "out.txt").string() + "' 2>'" + (dir / "err.txt").string() + "'";
-  }
-};
+// tests/test_util.h and tests/run_util.h
+using sf::test::CliResult;
+using sf::test::one_step_reverse_run;
+using sf::test::quoted;
+using sf::test::read_file;
+using sf::test::run_cli;
+using sf::test::TempDir;
+using sf::test::train_args;
+using sf::test::write_file;
 
 // The shape column of the first row of `path` (a regex) and `type` in a trace table, or "".
 std::string find_row(const std::string& text, const std::string& path, const std::string& type) {
@@ -318,10 +274,11 @@ std::string find_row(const std::string& text, const std::string& path, const std
 }  // namespace
 
 TEST_CASE("scratchformer train --trace prints forward and backward rows per module", "[trace][cli]") {
-  TraceDir tmp;
-  REQUIRE(std::system(tmp.train_command("--trace").c_str()) == 0);
-  const std::string err = read_text(tmp.dir / "err.txt");
+  TempDir tmp;
+  const CliResult r = run_cli(train_args(one_step_reverse_run(tmp, tmp / "run")) + " --trace", tmp);
+  const std::string& err = r.err;
   INFO(err);
+  REQUIRE(r.status == 0);
   const std::size_t forward = err.find("trace step 1 forward");
   const std::size_t backward = err.find("trace step 1 backward: dL/d(module output)");
   REQUIRE(forward != std::string::npos);
@@ -344,16 +301,15 @@ TEST_CASE("scratchformer train --trace prints forward and backward rows per modu
 }
 
 TEST_CASE("scratchformer translate --trace writes the first sentence's trace to a file", "[trace][cli]") {
-  TraceDir tmp;
-  REQUIRE(std::system(tmp.train_command("").c_str()) == 0);
-  std::ofstream(tmp.dir / "in.txt") << "a b c\nd e\n";
-  const std::string cmd = std::string("'") + SCRATCHFORMER_BINARY + "' translate --checkpoint '" +
-                          (tmp.dir / "run/checkpoint-last.safetensors").string() + "' --input '" +
-                          (tmp.dir / "in.txt").string() + "' --beam 1 --trace-steps 2 --trace-file '" +
-                          (tmp.dir / "trace.txt").string() + "' >'" + (tmp.dir / "out.txt").string() + "' 2>'" +
-                          (tmp.dir / "err.txt").string() + "'";
-  REQUIRE(std::system(cmd.c_str()) == 0);
-  const std::string trace = read_text(tmp.dir / "trace.txt");
+  TempDir tmp;
+  REQUIRE(run_cli(train_args(one_step_reverse_run(tmp, tmp / "run")), tmp).status == 0);
+  write_file(tmp / "in.txt", "a b c\nd e\n");
+  const CliResult r = run_cli("translate --checkpoint " + quoted(tmp / "run/checkpoint-last.safetensors") + " --input " +
+                                  quoted(tmp / "in.txt") + " --beam 1 --trace-steps 2 --trace-file " +
+                                  quoted(tmp / "trace.txt"),
+                              tmp);
+  REQUIRE(r.status == 0);
+  const std::string trace = read_file(tmp / "trace.txt");
   INFO(trace);
   const std::size_t step1 = trace.find("decoding step 1");
   REQUIRE(step1 != std::string::npos);
@@ -366,6 +322,6 @@ TEST_CASE("scratchformer translate --trace writes the first sentence's trace to 
   REQUIRE(!dec.empty());
   CHECK(dec == "(1, 1, 32)");
   // the translations themselves are still written, one per input line
-  const std::string out = read_text(tmp.dir / "out.txt");
+  const std::string& out = r.out;
   CHECK(std::count(out.begin(), out.end(), '\n') == 2);
 }

@@ -40,7 +40,7 @@ TEST_CASE("unary ops match the standard library", "[unary]") {
   }
 }
 
-TEST_CASE("unary ops gradcheck", "[unary][grad]") {
+TEST_CASE("unary ops gradcheck", "[unary][relu][grad]") {
   Generator gen(22);
   for (const Case& c : kCases) {
     INFO(c.name);

@@ -1,26 +1,41 @@
-// Shared helpers for the tests: random inputs and a gradcheck assertion that prints why.
+// Shared helpers for the tests, each written once: the tolerances most tests use, random
+// inputs, a gradcheck assertion that prints why, tensor comparisons, temporary folders and
+// files, and running a computation on 1 and 2 threads. (Running the scratchformer program and
+// small training jobs: tests/run_util.h.)
 #pragma once
 
 #include <stdlib.h>  // mkdtemp
 
 #include <catch2/catch.hpp>
-#include <vector>
-#include <cmath>
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "autograd/generator.h"
 #include "autograd/gradcheck.h"
 #include "autograd/ops.h"
+#include "autograd/runtime/threads.h"
 
 namespace sf::test {
 
-// float32 carries ~7 significant digits; after a few dozen accumulations 1e-5 relative is
-// what agreement between two correct float32 computations looks like.
-constexpr double kFloat32Rel = 1e-5;
-// float64 results computed two ways (fused vs composed) differ only by rounding.
+// ---- tolerances ------------------------------------------------------------------------------
+
+// float32 against float64 (or two float32 computations in another order) of the same math on
+// O(1)-O(10) values, absolute or relative: float32 rounds at 2^-24 ~ 6e-8 relative, and after
+// a few dozen operations (a row of a few dozen terms, a gradient through exp and two products)
+// two correct results agree to ~1e-6. 1e-5 leaves a margin over that and is still far below
+// what a wrong term does (1e-3 and more). A file whose agreement needs more or less than this
+// says why with a constant of its own.
+constexpr double kFloat32Tol = 1e-5;
+// float64 results computed two ways (fused vs composed, an op vs a plain loop) on O(1) values:
+// the same formulas in another order, ~1e-16 rounding per op; 1e-12 leaves room for a few
+// thousand operations without hiding a wrong term.
 constexpr double kFloat64Tol = 1e-12;
 
 // A float64 leaf with N(0,1) values that requires grad (what gradient checks take).
@@ -36,6 +51,27 @@ inline void require_gradcheck(const GradcheckFn& f, const std::vector<Tensor>& i
   GradcheckResult r = gradcheck(f, inputs, options);
   INFO(r.message);
   REQUIRE(r.ok);
+}
+
+// The int64 tensor of token ids (or targets) `values`, of `shape` (1-D when shape is empty).
+inline Tensor ids(const std::vector<std::int64_t>& values, Shape shape = {}) {
+  if (shape.empty()) shape = {static_cast<std::int64_t>(values.size())};
+  return from_vector(values, shape);
+}
+
+// The inputs of a module's gradient check: the given tensors followed by every parameter of
+// `module` (an nn::Module), in named_parameters() order.
+template <class Module>
+std::vector<Tensor> with_parameters(std::vector<Tensor> inputs, const Module& module) {
+  for (const Tensor& p : module.parameters()) inputs.push_back(p);
+  return inputs;
+}
+
+// max |t|: the scale of a tensor.
+inline double max_abs(const Tensor& t) {
+  double m = 0;
+  for (double v : t.to_vector<double>()) m = std::max(m, std::abs(v));
+  return m;
 }
 
 // Largest |a - b| over all elements (shapes must match).
@@ -56,6 +92,29 @@ inline double max_rel_diff(const Tensor& a, const Tensor& b, double floor = 1e-6
     m = std::max(m, std::abs(va[i] - vb[i]) / std::max(std::abs(vb[i]), floor));
   return m;
 }
+
+// ---- files and folders ------------------------------------------------------------------------
+
+// The bytes of the file at `path`, as they are ("" when it cannot be read).
+inline std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// Writes `bytes` to the file at `path`, replacing what was there.
+inline void write_file(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+// How many times `part` occurs in `text`, not overlapping.
+inline std::size_t count_of(const std::string& text, const std::string& part) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + part.size())) ++n;
+  return n;
+}
+
+// The number of '\n' in `text`.
+inline std::size_t count_lines(const std::string& text) { return count_of(text, "\n"); }
 
 // A fresh folder under the system temp directory, removed with everything in it at scope exit.
 struct TempDir {
@@ -118,6 +177,24 @@ inline void require_close_within_rounding(const Tensor& c, const Tensor& ref, co
   INFO("a " << shape_str(a.shape()) << " strides " << shape_str(a.strides()) << ", b " << shape_str(b.shape())
             << " strides " << shape_str(b.strides()) << ": worst error / allowed = " << worst);
   REQUIRE(worst <= 1.0);
+}
+
+// ---- threads ------------------------------------------------------------------------------------
+
+inline std::vector<double> values_of(const Tensor& t) { return t.to_vector<double>(); }
+inline std::vector<double> values_of(std::vector<double> v) { return v; }
+
+// Runs f on 1 thread and on 2, restoring the thread count; returns both results' values (f
+// returns a Tensor or a std::vector<double>).
+template <class F>
+std::pair<std::vector<double>, std::vector<double>> on_one_and_two_threads(F&& f) {
+  const int before = num_threads();
+  set_num_threads(1);
+  std::vector<double> one = values_of(f());
+  set_num_threads(2);
+  std::vector<double> two = values_of(f());
+  set_num_threads(before);
+  return {one, two};
 }
 
 }  // namespace sf::test

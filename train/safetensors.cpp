@@ -229,6 +229,38 @@ void save_safetensors(const std::string& path, const std::vector<std::pair<std::
   sync_parent_dir(path);
 }
 
+namespace {
+
+// __metadata__: an object of strings.
+std::map<std::string, std::string> read_metadata(const std::string& path, const Json& value) {
+  if (!value.is_object()) fail(path, "__metadata__ must be an object of strings");
+  std::map<std::string, std::string> metadata;
+  for (const auto& [key, v] : value.items()) {
+    if (!v.is_string()) fail(path, "__metadata__ value for \"" + key + "\" must be a string, got " + v.dump());
+    metadata[key] = v.get<std::string>();
+  }
+  return metadata;
+}
+
+// The tensors must tile the data section: sorted by offset, each starts where the last ended.
+// (stable: empty tensors sharing an offset keep their header order)
+void sort_and_check_tiling(const std::string& path, std::vector<Entry>& entries, std::uint64_t data_size) {
+  std::stable_sort(entries.begin(), entries.end(),
+                   [](const Entry& a, const Entry& b) { return a.begin != b.begin ? a.begin < b.begin : a.end < b.end; });
+  std::uint64_t expected = 0;
+  for (const Entry& e : entries) {
+    if (e.begin < expected) fail(path, "tensor \"" + e.name + "\": data_offsets overlap the previous tensor's");
+    if (e.begin > expected)
+      fail(path, "tensor \"" + e.name + "\": gap of " + std::to_string(e.begin - expected) + " bytes before its data");
+    expected = e.end;
+  }
+  if (expected != data_size)
+    fail(path, "the tensors cover " + std::to_string(expected) + " bytes of data but the file holds " +
+                   std::to_string(data_size) + ": truncated or damaged");
+}
+
+}  // namespace
+
 SafetensorsFile load_safetensors(const std::string& path) {
   File f(std::fopen(path.c_str(), "rb"));
   if (!f) fail(path, errno == ENOENT ? "checkpoint file not found" : "cannot open: " + errno_text());
@@ -267,29 +299,12 @@ SafetensorsFile load_safetensors(const std::string& path) {
   std::vector<Entry> entries;
   for (const auto& [name, value] : header.items()) {
     if (name == "__metadata__") {
-      if (!value.is_object()) fail(path, "__metadata__ must be an object of strings");
-      for (const auto& [key, v] : value.items()) {
-        if (!v.is_string()) fail(path, "__metadata__ value for \"" + key + "\" must be a string, got " + v.dump());
-        out.metadata[key] = v.get<std::string>();
-      }
+      out.metadata = read_metadata(path, value);
       continue;
     }
     entries.push_back(read_entry(path, name, value, data_size));
   }
-  // The tensors must tile the data section: sorted by offset, each starts where the last ended.
-  // (stable: empty tensors sharing an offset keep their header order)
-  std::stable_sort(entries.begin(), entries.end(),
-            [](const Entry& a, const Entry& b) { return a.begin != b.begin ? a.begin < b.begin : a.end < b.end; });
-  std::uint64_t expected = 0;
-  for (const Entry& e : entries) {
-    if (e.begin < expected) fail(path, "tensor \"" + e.name + "\": data_offsets overlap the previous tensor's");
-    if (e.begin > expected)
-      fail(path, "tensor \"" + e.name + "\": gap of " + std::to_string(e.begin - expected) + " bytes before its data");
-    expected = e.end;
-  }
-  if (expected != data_size)
-    fail(path, "the tensors cover " + std::to_string(expected) + " bytes of data but the file holds " +
-                   std::to_string(data_size) + ": truncated or damaged");
+  sort_and_check_tiling(path, entries, data_size);
 
   // 3. Read the data, in file order, hashing as we go.
   std::string recorded;

@@ -481,128 +481,177 @@ void check_options_and_set_threads(const Config& cfg, const BenchOptions& opt) {
   else if (cfg.run.threads > 0) set_num_threads(static_cast<int>(cfg.run.threads));
 }
 
-}  // namespace
+// What run_bench measured (bench.h says what and how): the JSON line and the table are
+// written from this.
+struct BenchReport {
+  double load_start = NAN, load_end = NAN;  // 1-minute load average before and after
+  double rss_start = NAN, rss_peak = NAN;   // MiB: at the start, and the peak after the steps
+  std::int64_t vocab = 0;                   // V of the model (data.tokenizer_vocab_size)
+  StepTiming step;
+  StepFlops flops;
+  double gflops = 0, tokens_per_s = 0;      // achieved by the median step
+  GemmCall largest;                         // the step's largest product (per call)
+  std::int64_t gemm_calls = 0;              // matrix products one step makes
+  double sgemm_gflops = 0;                  // sf::gemm alone on `largest`
+  double floor_s = 0;                       // all of the step's products back to back
+  DecodeReport dec;
+};
 
-int run_bench(const Config& cfg, const BenchOptions& opt) {
-  check_options_and_set_threads(cfg, opt);
-  const double load_start = load_average_1min();
-  const double rss_start = rss_now_mib();
-
-  // 1. training steps, then the peak memory they reached
-  const std::int64_t V = cfg.data.tokenizer_vocab_size;
-  const nn::ModelConfig mcfg = model_config_from(cfg.model, V, V);
-  const StepTiming step = time_training(cfg, mcfg, opt);
-  const double rss_peak = peak_rss_mib();
-
-  // 2. FLOPs, the machine's sgemm on the largest product, and the BLAS floor
-  const StepFlops flops = training_step_flops(mcfg, opt.batch, opt.length, opt.length);
-  const std::vector<GemmCall> gemms = training_step_gemms(mcfg, opt.batch, opt.length, opt.length);
-  std::int64_t gemm_calls = 0;
-  for (const GemmCall& g : gemms) gemm_calls += g.count;
-  const GemmCall largest = *std::max_element(gemms.begin(), gemms.end(), [](const GemmCall& a, const GemmCall& b) {
+// The machine's sgemm on the step's largest product, and the BLAS floor of all its products,
+// into r (largest, gemm_calls, sgemm_gflops, floor_s). `steps` timed runs (at least kMinTimedRuns).
+void time_blas(const std::vector<GemmCall>& gemms, std::int64_t steps, BenchReport& r) {
+  r.gemm_calls = 0;
+  for (const GemmCall& g : gemms) r.gemm_calls += g.count;
+  r.largest = *std::max_element(gemms.begin(), gemms.end(), [](const GemmCall& a, const GemmCall& b) {
     return a.flops() / static_cast<double>(a.count) < b.flops() / static_cast<double>(b.count);
   });
   GemmBuffers buffers(gemms);
-  const int timed_runs = static_cast<int>(std::max<std::int64_t>(opt.steps, kMinTimedRuns));
-  const double sgemm_s = median_seconds([&] { run_gemm(largest, buffers); }, kGemmWarmupRuns, timed_runs);
-  const double sgemm_gflops = largest.flops() / static_cast<double>(largest.count) / sgemm_s / 1e9;
-  const double floor_s = median_seconds(
+  const int timed_runs = static_cast<int>(std::max<std::int64_t>(steps, kMinTimedRuns));
+  const double sgemm_s = median_seconds([&] { run_gemm(r.largest, buffers); }, kGemmWarmupRuns, timed_runs);
+  r.sgemm_gflops = r.largest.flops() / static_cast<double>(r.largest.count) / sgemm_s / 1e9;
+  r.floor_s = median_seconds(
       [&] {
         for (const GemmCall& g : gemms) run_gemm_calls(g, buffers);
       },
       kGemmWarmupRuns, timed_runs);
-  const double gflops = flops.total() / step.median_s / 1e9;
-  const double tokens_per_s = static_cast<double>(opt.batch * opt.length) / step.median_s;
+}
 
-  // 3. decoding
-  const DecodeReport dec = run_decoding(cfg, opt);
-  const double load_end = load_average_1min();
+// A decoding rate for the JSON line, or null when nothing was decoded.
+nlohmann::ordered_json sentences_per_s(const DecodeReport& dec, const DecodeTiming& t) {
+  return dec.sentences > 0 ? rounded(t.sentences_per_s(), 2) : nullptr;
+}
 
-  // ---- the JSON line (tools/bench_pytorch.py prints the same fields) ----
+// The JSON line (tools/bench_pytorch.py prints the same fields).
+nlohmann::ordered_json bench_json(const Config& cfg, const BenchOptions& opt, const BenchReport& r) {
   nlohmann::ordered_json j;
   j["tool"] = "scratchformer";
   j["config"] = cfg.source_path;
   j["cpu"] = cpu_model();
   j["threads"] = num_threads();
-  j["load_avg_start"] = rounded(load_start, 2);
-  j["load_avg_end"] = rounded(load_end, 2);
+  j["load_avg_start"] = rounded(r.load_start, 2);
+  j["load_avg_end"] = rounded(r.load_end, 2);
   j["batch"] = opt.batch;
   j["src_len"] = opt.length;
   j["tgt_len"] = opt.length;
-  j["vocab"] = V;
-  j["params"] = step.params;
-  j["flops_forward"] = flops.forward();
-  j["flops_step"] = flops.total();
+  j["vocab"] = r.vocab;
+  j["params"] = r.step.params;
+  j["flops_forward"] = r.flops.forward();
+  j["flops_step"] = r.flops.total();
   j["warmup"] = opt.warmup;
   j["steps"] = opt.steps;
-  j["step_ms"] = rounded(step.median_s * 1e3, 2);
-  j["step_ms_min"] = rounded(step.min_s * 1e3, 2);
-  j["step_ms_max"] = rounded(step.max_s * 1e3, 2);
-  j["loss"] = rounded(step.loss, 4);
-  j["tokens_per_s"] = rounded(tokens_per_s, 1);
-  j["gflops"] = rounded(gflops, 2);
-  j["sgemm_shape"] = gemm_shape_str(largest);
-  j["sgemm_gflops"] = rounded(sgemm_gflops, 2);
-  j["mfu"] = rounded(gflops / sgemm_gflops, 4);
-  j["gemm_calls"] = gemm_calls;
-  j["floor_ms"] = rounded(floor_s * 1e3, 2);
-  j["step_over_floor"] = rounded(step.median_s / floor_s, 3);
-  j["rss_start_mib"] = rounded(rss_start, 1);
-  j["rss_peak_mib"] = rounded(rss_peak, 1);
-  j["decode_model"] = dec.model;
-  j["decode_sentences"] = dec.sentences;
-  const bool decoded = dec.sentences > 0;
-  auto rate = [&](const DecodeTiming& t) { return decoded ? rounded(t.sentences_per_s(), 2) : nullptr; };
-  j["greedy_cache_sent_per_s"] = rate(dec.greedy_cache);
-  j["greedy_nocache_sent_per_s"] = rate(dec.greedy_nocache);
-  j["beam4_cache_sent_per_s"] = rate(dec.beam_cache);
-  j["beam4_nocache_sent_per_s"] = rate(dec.beam_nocache);
-  j["greedy_tokens"] = decoded ? nlohmann::ordered_json(dec.greedy_cache.tokens) : nullptr;
-  j["beam4_tokens"] = decoded ? nlohmann::ordered_json(dec.beam_cache.tokens) : nullptr;
+  j["step_ms"] = rounded(r.step.median_s * 1e3, 2);
+  j["step_ms_min"] = rounded(r.step.min_s * 1e3, 2);
+  j["step_ms_max"] = rounded(r.step.max_s * 1e3, 2);
+  j["loss"] = rounded(r.step.loss, 4);
+  j["tokens_per_s"] = rounded(r.tokens_per_s, 1);
+  j["gflops"] = rounded(r.gflops, 2);
+  j["sgemm_shape"] = gemm_shape_str(r.largest);
+  j["sgemm_gflops"] = rounded(r.sgemm_gflops, 2);
+  j["mfu"] = rounded(r.gflops / r.sgemm_gflops, 4);
+  j["gemm_calls"] = r.gemm_calls;
+  j["floor_ms"] = rounded(r.floor_s * 1e3, 2);
+  j["step_over_floor"] = rounded(r.step.median_s / r.floor_s, 3);
+  j["rss_start_mib"] = rounded(r.rss_start, 1);
+  j["rss_peak_mib"] = rounded(r.rss_peak, 1);
+  j["decode_model"] = r.dec.model;
+  j["decode_sentences"] = r.dec.sentences;
+  const bool decoded = r.dec.sentences > 0;
+  j["greedy_cache_sent_per_s"] = sentences_per_s(r.dec, r.dec.greedy_cache);
+  j["greedy_nocache_sent_per_s"] = sentences_per_s(r.dec, r.dec.greedy_nocache);
+  j["beam4_cache_sent_per_s"] = sentences_per_s(r.dec, r.dec.beam_cache);
+  j["beam4_nocache_sent_per_s"] = sentences_per_s(r.dec, r.dec.beam_nocache);
+  j["greedy_tokens"] = decoded ? nlohmann::ordered_json(r.dec.greedy_cache.tokens) : nullptr;
+  j["beam4_tokens"] = decoded ? nlohmann::ordered_json(r.dec.beam_cache.tokens) : nullptr;
+  return j;
+}
 
+// The table's first lines: the config, the machine, the model, the batch and its FLOPs.
+void print_setup(std::ostream& os, const Config& cfg, const BenchOptions& opt, const BenchReport& r) {
+  const ModelSection& ms = cfg.model;
+  os << "scratchformer bench: " << cfg.source_path << "\n"
+     << "machine   " << cpu_model() << ", " << num_threads() << " threads, load average " << fixed(r.load_start, 2)
+     << " at the start, " << fixed(r.load_end, 2) << " at the end\n"
+     << "model     D " << ms.d_model << ", H " << ms.n_heads << ", F " << ms.d_ff << ", layers " << ms.encoder_layers
+     << "+" << ms.decoder_layers << ", V " << r.vocab << ", " << ms.activation << ", " << ms.norm_position << "-" << ms.norm
+     << ", dropout " << ms.dropout << (ms.share_embeddings ? ", shared" : "") << (ms.tie_output ? ", tied" : "")
+     << " embeddings, " << ms.attention << " attention; " << r.step.params << " parameters\n"
+     << "batch     " << opt.batch << " pairs x " << opt.length << " source + " << opt.length
+     << " target tokens (random ids, no padding); " << cfg.train.optimizer << ", label smoothing "
+     << cfg.train.label_smoothing << "\n"
+     << "FLOPs     forward " << fixed(r.flops.forward() / 1e9, 3) << " G (projections " << fixed(r.flops.projections / 1e9, 3)
+     << ", attention " << fixed(r.flops.attention / 1e9, 3) << ", output " << fixed(r.flops.output / 1e9, 3)
+     << "), backward 2x, step " << fixed(r.flops.total() / 1e9, 3) << " GFLOP (matrix products only)\n\n";
+}
+
+// "  label                                       value"
+void print_row(std::ostream& os, const std::string& label, const std::string& value) {
+  os << "  " << std::left << std::setw(44) << label << value << "\n";
+}
+
+// The training step against the machine: time, throughput, MFU, the BLAS floor, memory.
+void print_step(std::ostream& os, const BenchOptions& opt, const BenchReport& r) {
+  const StepTiming& step = r.step;
+  print_row(os, "training step (median of " + std::to_string(opt.steps) + " after " + std::to_string(opt.warmup) + ")",
+            fixed(step.median_s * 1e3, 1) + " ms  (min " + fixed(step.min_s * 1e3, 1) + ", max " +
+                fixed(step.max_s * 1e3, 1) + "; loss " + fixed(step.loss, 3) + ")");
+  print_row(os, "target tokens/s", fixed(r.tokens_per_s, 0));
+  print_row(os, "achieved", fixed(r.gflops, 2) + " GFLOP/s");
+  print_row(os, "sgemm " + gemm_shape_str(r.largest), fixed(r.sgemm_gflops, 2) + " GFLOP/s");
+  print_row(os, "model FLOPs utilisation", fixed(100 * r.gflops / r.sgemm_gflops, 1) + " %");
+  print_row(os, "BLAS floor (" + std::to_string(r.gemm_calls) + " matrix products)", fixed(r.floor_s * 1e3, 1) + " ms");
+  print_row(os, "step / floor", fixed(step.median_s / r.floor_s, 2));
+  print_row(os, "peak RSS (ru_maxrss)", fixed(r.rss_peak, 1) + " MiB  (" + fixed(r.rss_start, 1) + " MiB at the start)");
+}
+
+// "  label                       sent/s    tokens/s    tokens"
+void print_decode_row(std::ostream& os, const std::string& label, const DecodeTiming& t) {
+  os << "  " << std::left << std::setw(24) << label << std::right << std::setw(10) << fixed(t.sentences_per_s(), 2)
+     << std::setw(12) << fixed(t.tokens_per_s(), 1) << std::setw(10) << t.tokens << "\n";
+}
+
+// Decoding speed: greedy and beam, with and without the KV cache (nothing if nothing was decoded).
+void print_decoding(std::ostream& os, const Config& cfg, const DecodeReport& dec) {
+  if (dec.sentences <= 0) return;
+  os << "\ndecoding " << dec.sentences << " sentences of " << cfg.data.test_src << " (" << dec.model
+     << " model), batches of " << kDecodeBatch << "\n";
+  os << "  " << std::left << std::setw(24) << "" << std::right << std::setw(10) << "sent/s" << std::setw(12)
+     << "tokens/s" << std::setw(10) << "tokens" << "\n";
+  print_decode_row(os, "greedy, KV cache", dec.greedy_cache);
+  print_decode_row(os, "greedy, no cache", dec.greedy_nocache);
+  print_decode_row(os, "beam 4, KV cache", dec.beam_cache);
+  print_decode_row(os, "beam 4, no cache", dec.beam_nocache);
+}
+
+}  // namespace
+
+int run_bench(const Config& cfg, const BenchOptions& opt) {
+  check_options_and_set_threads(cfg, opt);
+  BenchReport r;
+  r.load_start = load_average_1min();
+  r.rss_start = rss_now_mib();
+
+  // 1. training steps, then the peak memory they reached
+  r.vocab = cfg.data.tokenizer_vocab_size;
+  const nn::ModelConfig mcfg = model_config_from(cfg.model, r.vocab, r.vocab);
+  r.step = time_training(cfg, mcfg, opt);
+  r.rss_peak = peak_rss_mib();
+
+  // 2. FLOPs, the machine's sgemm on the largest product, and the BLAS floor
+  r.flops = training_step_flops(mcfg, opt.batch, opt.length, opt.length);
+  time_blas(training_step_gemms(mcfg, opt.batch, opt.length, opt.length), opt.steps, r);
+  r.gflops = r.flops.total() / r.step.median_s / 1e9;
+  r.tokens_per_s = static_cast<double>(opt.batch * opt.length) / r.step.median_s;
+
+  // 3. decoding
+  r.dec = run_decoding(cfg, opt);
+  r.load_end = load_average_1min();
+
+  const nlohmann::ordered_json j = bench_json(cfg, opt, r);
   if (!opt.json_only) {
-    const ModelSection& ms = cfg.model;
     std::ostringstream os;
-    os << "scratchformer bench: " << cfg.source_path << "\n"
-       << "machine   " << cpu_model() << ", " << num_threads() << " threads, load average " << fixed(load_start, 2)
-       << " at the start, " << fixed(load_end, 2) << " at the end\n"
-       << "model     D " << ms.d_model << ", H " << ms.n_heads << ", F " << ms.d_ff << ", layers " << ms.encoder_layers
-       << "+" << ms.decoder_layers << ", V " << V << ", " << ms.activation << ", " << ms.norm_position << "-" << ms.norm
-       << ", dropout " << ms.dropout << (ms.share_embeddings ? ", shared" : "") << (ms.tie_output ? ", tied" : "")
-       << " embeddings, " << ms.attention << " attention; " << step.params << " parameters\n"
-       << "batch     " << opt.batch << " pairs x " << opt.length << " source + " << opt.length
-       << " target tokens (random ids, no padding); " << cfg.train.optimizer << ", label smoothing "
-       << cfg.train.label_smoothing << "\n"
-       << "FLOPs     forward " << fixed(flops.forward() / 1e9, 3) << " G (projections " << fixed(flops.projections / 1e9, 3)
-       << ", attention " << fixed(flops.attention / 1e9, 3) << ", output " << fixed(flops.output / 1e9, 3)
-       << "), backward 2x, step " << fixed(flops.total() / 1e9, 3) << " GFLOP (matrix products only)\n\n";
-    auto row = [&](const std::string& label, const std::string& value) {
-      os << "  " << std::left << std::setw(44) << label << value << "\n";
-    };
-    row("training step (median of " + std::to_string(opt.steps) + " after " + std::to_string(opt.warmup) + ")",
-        fixed(step.median_s * 1e3, 1) + " ms  (min " + fixed(step.min_s * 1e3, 1) + ", max " + fixed(step.max_s * 1e3, 1) +
-            "; loss " + fixed(step.loss, 3) + ")");
-    row("target tokens/s", fixed(tokens_per_s, 0));
-    row("achieved", fixed(gflops, 2) + " GFLOP/s");
-    row("sgemm " + gemm_shape_str(largest), fixed(sgemm_gflops, 2) + " GFLOP/s");
-    row("model FLOPs utilisation", fixed(100 * gflops / sgemm_gflops, 1) + " %");
-    row("BLAS floor (" + std::to_string(gemm_calls) + " matrix products)", fixed(floor_s * 1e3, 1) + " ms");
-    row("step / floor", fixed(step.median_s / floor_s, 2));
-    row("peak RSS (ru_maxrss)", fixed(rss_peak, 1) + " MiB  (" + fixed(rss_start, 1) + " MiB at the start)");
-    if (decoded) {
-      os << "\ndecoding " << dec.sentences << " sentences of " << cfg.data.test_src << " (" << dec.model
-         << " model), batches of " << kDecodeBatch << "\n";
-      os << "  " << std::left << std::setw(24) << "" << std::right << std::setw(10) << "sent/s" << std::setw(12)
-         << "tokens/s" << std::setw(10) << "tokens" << "\n";
-      auto drow = [&](const std::string& label, const DecodeTiming& t) {
-        os << "  " << std::left << std::setw(24) << label << std::right << std::setw(10) << fixed(t.sentences_per_s(), 2)
-           << std::setw(12) << fixed(t.tokens_per_s(), 1) << std::setw(10) << t.tokens << "\n";
-      };
-      drow("greedy, KV cache", dec.greedy_cache);
-      drow("greedy, no cache", dec.greedy_nocache);
-      drow("beam 4, KV cache", dec.beam_cache);
-      drow("beam 4, no cache", dec.beam_nocache);
-    }
+    print_setup(os, cfg, opt, r);
+    print_step(os, opt, r);
+    print_decoding(os, cfg, r.dec);
     std::cout << os.str() << "\n";
   }
   std::cout << j.dump() << std::endl;

@@ -104,6 +104,59 @@ nn::ModelConfig layer_config() {
 
 // ---- the entries ------------------------------------------------------------------------------
 
+// One run of a two-operand function a (shape_a), b (shape_b), from a fresh Generator(seed).
+GradcheckCase check_pair(const std::string& variant, const Shape& shape_a, const Shape& shape_b, std::uint64_t seed,
+                         const GradcheckFn& f, const GradcheckOptions& o) {
+  Generator gen(seed);
+  NamedInputs in;
+  in.add("a", grad_input(shape_a, gen));
+  in.add("b", grad_input(shape_b, gen));
+  return run_case(variant, f, in, o);
+}
+
+// MatMul: c = a @ b for 2-D, batched, broadcast and mixed operands, and on strided views
+// (a transposed pair, and a narrowed one whose layout matmul must copy).
+std::vector<GradcheckCase> check_matmul(const GradcheckOptions& o) {
+  const GradcheckFn product = [](const std::vector<Tensor>& t) { return matmul(t[0], t[1]); };
+  const GradcheckFn transposed = [](const std::vector<Tensor>& t) {
+    return matmul(transpose(t[0], -2, -1), transpose(t[1], -2, -1));  // (2,3,4) @ (4,5)
+  };
+  const GradcheckFn narrowed = [](const std::vector<Tensor>& t) {
+    const Tensor a = narrow(t[0], 1, 1, 4);               // (3,4), strides (6,1)
+    const Tensor b = squeeze(narrow(t[1], 2, 1, 1), 2);  // (4,2), strides (4,2)
+    return matmul(a, b);
+  };
+  return {check_pair("2-D", {3, 4}, {4, 5}, 7, product, o),
+          check_pair("batched", {2, 3, 4}, {2, 4, 2}, 7, product, o),
+          check_pair("broadcast batch dims", {2, 1, 3, 4}, {3, 4, 2}, 7, product, o),
+          check_pair("2-D @ batched", {3, 4}, {2, 4, 5}, 7, product, o),
+          check_pair("batched @ 2-D", {2, 3, 4}, {4, 5}, 7, product, o),  // the folded gemm; grad_b in one gemm
+          check_pair("both transposed", {2, 4, 3}, {5, 4}, 8, transposed, o),
+          check_pair("narrowed, layout copied", {3, 6}, {4, 2, 2}, 8, narrowed, o)};
+}
+
+// Softmax along the first, middle and last dim of a (5,3,4) view with reversed strides (no dim
+// contiguous).
+std::vector<GradcheckCase> check_softmax(const GradcheckOptions& o) {
+  Generator gen(13);
+  NamedInputs in;
+  in.add("x (transposed view)", grad_input({4, 3, 5}, gen));
+  std::vector<GradcheckCase> cases;
+  for (const std::int64_t d : {0, 1, -1})
+    cases.push_back(run_case("dim " + std::to_string(d),
+                             [d](const std::vector<Tensor>& t) { return softmax(transpose(t[0], 0, 2), d); }, in, o));
+  return cases;
+}
+
+// Relu: y = max(0, x) on a transposed view; the gradient is 1 where x > 0 and 0 elsewhere (N(0,1)
+// values are never within eps of the kink at 0).
+std::vector<GradcheckCase> check_relu(const GradcheckOptions& o) {
+  Generator gen(9);
+  NamedInputs in;
+  in.add("x (transposed view)", grad_input({4, 3}, gen));
+  return {run_case("", [](const std::vector<Tensor>& t) { return relu(transpose(t[0], 0, 1)); }, in, o)};
+}
+
 // Embedding: y = E[ids]; the gradient scatter-adds into the rows read (repeated ids accumulate).
 std::vector<GradcheckCase> check_embedding(const GradcheckOptions& o) {
   Generator gen(4);
@@ -365,6 +418,35 @@ std::vector<GradcheckCase> check_model(const GradcheckOptions& tolerances) {
   return cases;
 }
 
+// CrossEntropy: mean -log softmax(logits)[target] over the rows whose target is not -100, plain
+// and with label smoothing 0.2, on contiguous, transposed and narrowed logits (N 4, V 5).
+std::vector<GradcheckCase> check_cross_entropy(const GradcheckOptions& o) {
+  const Tensor targets = ids({1, -100, 4, 0}, {4});  // row 2 is ignored
+  std::vector<GradcheckCase> cases;
+  for (const double smoothing : {0.0, 0.2}) {
+    const std::string s = smoothing == 0 ? "" : ", smoothing 0.2";
+    const struct {
+      const char* layout;
+      const char* input;
+      Shape shape;                   // of the input; the logits are (4,5): view(input)
+      Tensor (*view)(const Tensor&);
+    } layouts[] = {{"contiguous", "logits", {4, 5}, [](const Tensor& x) { return x; }},
+                   {"transposed", "logits (transposed view)", {5, 4}, [](const Tensor& x) { return transpose(x, 0, 1); }},
+                   {"narrowed", "logits (narrowed view)", {4, 8}, [](const Tensor& x) { return narrow(x, 1, 2, 5); }}};
+    for (const auto& l : layouts) {
+      Generator gen(21);
+      NamedInputs in;
+      in.add(l.input, grad_input(l.shape, gen));
+      const auto view = l.view;
+      cases.push_back(run_case(
+          l.layout + s,
+          [&, view, smoothing](const std::vector<Tensor>& t) { return cross_entropy(view(t[0]), targets, -100, smoothing); },
+          in, o));
+    }
+  }
+  return cases;
+}
+
 // cross_entropy with label smoothing 0.1 and an ignored (padding) target.
 std::vector<GradcheckCase> check_label_smoothed_loss(const GradcheckOptions& o) {
   Generator gen(21);
@@ -377,6 +459,10 @@ std::vector<GradcheckCase> check_label_smoothed_loss(const GradcheckOptions& o) 
 
 std::vector<GradcheckEntry> make_suite() {
   return {
+      {"matmul", "ops", "matrix product a @ b: 2-D, batched, broadcast, and on transposed and narrowed views",
+       check_matmul},
+      {"softmax", "ops", "softmax along each dim of a view with no contiguous dim", check_softmax},
+      {"relu", "ops", "Relu max(0, x) on a transposed view", check_relu},
       {"embedding", "embeddings", "Embedding lookup E[ids]: repeated ids accumulate into one row's gradient",
        check_embedding},
       {"linear", "linear", "Linear layer y = x W^T + b: input, weight and bias", check_linear},
@@ -405,6 +491,8 @@ std::vector<GradcheckEntry> make_suite() {
        "decoder layer (causal self-attention, cross-attention, FFN), pre/post x LayerNorm/RMSNorm", check_decoder_layer},
       {"model", "model", "the whole Seq2SeqTransformer's loss w.r.t. every parameter (fast mode: random directions)",
        check_model},
+      {"cross_entropy", "loss", "cross-entropy of logits, plain and smoothed, contiguous, transposed and narrowed, one row ignored",
+       check_cross_entropy},
       {"label_smoothed_loss", "loss", "cross-entropy with label smoothing 0.1 and an ignored padding target",
        check_label_smoothed_loss},
   };

@@ -3,11 +3,16 @@
 // table a student can read.
 //
 // Each entry of the registry is one topic of the lecture ("embedding", "attention_causal_mask",
-// "gqa", "decoder_layer", "model", ...). Its function builds small float64 inputs and modules
+// "gqa", "decoder_layer", "model", ...); the entries named like the exercises of exercise mode
+// (matmul, linear, softmax, layer_norm, embedding, cross_entropy, relu: the same words as their
+// ctest labels) check that op's backward. Its function builds small float64 inputs and modules
 // from fixed seeds, runs sf::gradcheck on them (one or more times: a "variant" per run, e.g.
 // the four pre/post x LayerNorm/RMSNorm combinations of a layer) and returns what it found.
 // Element-wise checking everywhere except the whole model, which uses gradcheck's fast mode
 // (random directions) to stay quick.
+//
+// The suite is the one list of these checks: tests/test_gradcheck_suite.cpp runs each entry as a
+// test case with the entry's ctest labels, and the op and layer tests do not repeat them.
 //
 //   for (const GradcheckEntry& e : gradcheck_suite()) {
 //     std::vector<GradcheckCase> cases = e.run(GradcheckOptions{});
@@ -38,7 +43,7 @@ struct GradcheckCase {
 // One named check of the suite.
 struct GradcheckEntry {
   std::string name;         // what --module takes, e.g. "attention_causal_mask"
-  std::string topic;        // the lecture topic it belongs to, e.g. "attention"
+  std::string topic;        // the lecture topic it belongs to, e.g. "attention"; --module takes it too
   std::string description;  // one line, shown by --list
   // Builds the inputs (fixed seeds) and runs the check(s). `tolerances` supplies eps, atol and
   // rtol (the defaults are torch's); the entry itself decides fast_mode.

@@ -127,6 +127,99 @@ std::vector<std::vector<std::int64_t>> greedy_decode(const nn::Model& model, con
 // considered in order: an EOS among the first K finishes a hypothesis (score normalised by
 // length^alpha), other tokens fill the K beams of the next step. A sentence is done when it has K
 // finished hypotheses or reaches its maximum length (then its alive beams finish as they are).
+
+namespace {
+
+constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+
+struct Finished {
+  double score;  // normalised by length^alpha
+  std::vector<std::int64_t> tokens;
+};
+
+// The search so far: B sentences of K beams each.
+struct Beams {
+  std::int64_t B, K;
+  std::vector<std::vector<std::int64_t>> prefixes;  // B*K: BOS + the tokens of each beam
+  std::vector<double> scores;                       // B*K: total log-probability (-inf: no beam)
+  std::vector<std::vector<Finished>> finished;      // B: the hypotheses that ended
+  std::vector<bool> done;                           // B
+  Beams(std::int64_t b, std::int64_t k)
+      : B(b), K(k), prefixes(b * k, std::vector<std::int64_t>{kBos}), scores(b * k, kNegInf), finished(b), done(b, false) {
+    for (std::int64_t s = 0; s < B; ++s) scores[s * K] = 0.0;  // step 0: only beam 0 is real
+  }
+};
+
+// What the next step's K beams of each sentence continue from: from_row (B*K) the row of the
+// beam they extend, token (B*K) the token they add, scores (B*K) their new totals.
+struct NextBeams {
+  std::vector<std::int64_t> from_row, token;
+  std::vector<double> scores;
+};
+
+// Step t of sentence b: picks its next K beams among the 2K best extensions (logp: (B*K, V)
+// log-probabilities) and finishes hypotheses that end in EOS or run out of length.
+void extend_sentence(Beams& beams, NextBeams& next, std::int64_t b, const std::vector<float>& logp, std::int64_t V,
+                     std::int64_t pad, double norm, bool out_of_length) {
+  const std::int64_t K = beams.K;
+  std::vector<std::tuple<double, std::int64_t, std::int64_t>> cand;  // (total score, row, token)
+  for (std::int64_t row = b * K; row < (b + 1) * K; ++row) {
+    if (beams.scores[row] == kNegInf) continue;
+    for (std::int64_t v = 0; v < V; ++v)
+      if (!forbidden(v, pad)) cand.emplace_back(beams.scores[row] + logp[row * V + v], row, v);
+  }
+  const std::size_t keep = std::min<std::size_t>(cand.size(), 2 * K);  // best 2K first
+  std::partial_sort(cand.begin(), cand.begin() + keep, cand.end(),
+                    [](const auto& x, const auto& y) { return std::get<0>(x) > std::get<0>(y); });
+  std::int64_t alive = 0;
+  for (std::size_t i = 0; i < keep && alive < K; ++i) {
+    const auto [total, row, v] = cand[i];
+    if (v == kEos) {
+      if (static_cast<std::int64_t>(i) < K)
+        beams.finished[b].push_back({total / norm, {beams.prefixes[row].begin() + 1, beams.prefixes[row].end()}});
+      continue;
+    }
+    next.from_row[b * K + alive] = row, next.token[b * K + alive] = v, next.scores[b * K + alive] = total;
+    ++alive;
+  }
+  if (out_of_length) {  // the alive beams finish as they are
+    for (std::int64_t k = 0; k < alive; ++k) {
+      const auto& prefix = beams.prefixes[next.from_row[b * K + k]];
+      std::vector<std::int64_t> toks(prefix.begin() + 1, prefix.end());
+      toks.push_back(next.token[b * K + k]);
+      beams.finished[b].push_back({next.scores[b * K + k] / norm, std::move(toks)});
+    }
+  }
+  beams.done[b] = out_of_length || static_cast<std::int64_t>(beams.finished[b].size()) >= K || alive == 0;
+  if (beams.done[b])
+    for (std::int64_t k = 0; k < K; ++k) next.scores[b * K + k] = kNegInf;
+}
+
+// Moves every beam to the row it continues from and appends its new token.
+void advance(Beams& beams, NextBeams& next) {
+  std::vector<std::vector<std::int64_t>> prefixes(beams.B * beams.K);
+  for (std::int64_t r = 0; r < beams.B * beams.K; ++r) {
+    prefixes[r] = beams.prefixes[next.from_row[r]];
+    prefixes[r].push_back(next.token[r]);
+  }
+  beams.prefixes = std::move(prefixes);
+  beams.scores = std::move(next.scores);
+}
+
+// The best finished hypothesis of each sentence (empty if none).
+std::vector<std::vector<std::int64_t>> best_hypotheses(const Beams& beams) {
+  std::vector<std::vector<std::int64_t>> out(beams.B);
+  for (std::int64_t b = 0; b < beams.B; ++b) {
+    const Finished* best = nullptr;
+    for (const auto& f : beams.finished[b])
+      if (!best || f.score > best->score) best = &f;
+    if (best) out[b] = best->tokens;
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<std::vector<std::int64_t>> beam_search(const nn::Model& model, const Tensor& src,
                                                    const DecodeOptions& opt) {
   NoGradGuard no_grad;
@@ -137,85 +230,23 @@ std::vector<std::vector<std::int64_t>> beam_search(const nn::Model& model, const
 
   const auto state = model.start_decoding(src);  // prefill: the encoder reads the source once
   state->repeat_rows(K);                          // K beams per sentence: rows (B*K, ...)
-  const double neg_inf = -std::numeric_limits<double>::infinity();
-  std::vector<std::vector<std::int64_t>> prefixes(B * K, std::vector<std::int64_t>{kBos});
-  std::vector<double> scores(B * K, neg_inf);  // total log-probability of each alive beam
-  for (std::int64_t b = 0; b < B; ++b) scores[b * K] = 0.0;  // step 0: only beam 0 is real
-  struct Finished {
-    double score;  // normalised by length^alpha
-    std::vector<std::int64_t> tokens;
-  };
-  std::vector<std::vector<Finished>> finished(B);
-  std::vector<bool> done(B, false);
-
+  Beams beams(B, K);
   for (std::int64_t t = 0; t < longest; ++t) {
-    Tensor logits = next_logits(model, *state, prefixes, opt.use_cache);  // (B*K, V)
+    Tensor logits = next_logits(model, *state, beams.prefixes, opt.use_cache);  // (B*K, V)
     const std::int64_t V = logits.size(1);
     const auto logp = log_softmax(logits, -1).to_vector<float>();
     const double norm = std::pow(static_cast<double>(t + 1), opt.length_penalty);  // tokens incl. EOS
-
-    std::vector<std::int64_t> from_row(B * K), token(B * K);
-    std::vector<double> new_scores(B * K, neg_inf);
-    for (std::int64_t b = 0; b < B; ++b) {
-      for (std::int64_t k = 0; k < K; ++k) from_row[b * K + k] = b * K + k, token[b * K + k] = kEos;
-      if (done[b]) continue;
-      // candidates (total score, row, token), best 2K first
-      std::vector<std::tuple<double, std::int64_t, std::int64_t>> cand;
-      for (std::int64_t k = 0; k < K; ++k) {
-        const std::int64_t row = b * K + k;
-        if (scores[row] == neg_inf) continue;
-        for (std::int64_t v = 0; v < V; ++v)
-          if (!forbidden(v, pad)) cand.emplace_back(scores[row] + logp[row * V + v], row, v);
-      }
-      const std::size_t keep = std::min<std::size_t>(cand.size(), 2 * K);
-      std::partial_sort(cand.begin(), cand.begin() + keep, cand.end(),
-                        [](const auto& x, const auto& y) { return std::get<0>(x) > std::get<0>(y); });
-      std::int64_t alive = 0;
-      for (std::size_t i = 0; i < keep && alive < K; ++i) {
-        const auto [total, row, v] = cand[i];
-        if (v == kEos) {
-          if (static_cast<std::int64_t>(i) < K)
-            finished[b].push_back({total / norm, {prefixes[row].begin() + 1, prefixes[row].end()}});
-          continue;
-        }
-        from_row[b * K + alive] = row;
-        token[b * K + alive] = v;
-        new_scores[b * K + alive] = total;
-        ++alive;
-      }
-      if (t + 1 >= limit[b]) {  // out of length: the alive beams finish as they are
-        for (std::int64_t k = 0; k < alive; ++k) {
-          std::vector<std::int64_t> toks(prefixes[from_row[b * K + k]].begin() + 1, prefixes[from_row[b * K + k]].end());
-          toks.push_back(token[b * K + k]);
-          finished[b].push_back({new_scores[b * K + k] / norm, std::move(toks)});
-        }
-        done[b] = true;
-      } else if (static_cast<std::int64_t>(finished[b].size()) >= K || alive == 0) {
-        done[b] = true;
-      }
-      if (done[b])
-        for (std::int64_t k = 0; k < K; ++k) new_scores[b * K + k] = neg_inf;
-    }
-    if (std::all_of(done.begin(), done.end(), [](bool d) { return d; })) break;
-    // move every beam to the row it continues from, then append its new token
-    std::vector<std::vector<std::int64_t>> next_prefixes(B * K);
-    for (std::int64_t r = 0; r < B * K; ++r) {
-      next_prefixes[r] = prefixes[from_row[r]];
-      next_prefixes[r].push_back(token[r]);
-    }
-    prefixes = std::move(next_prefixes);
-    scores = new_scores;
-    if (opt.use_cache) state->reorder(from_vector<std::int64_t>(from_row, {B * K}));
+    NextBeams next{std::vector<std::int64_t>(B * K), std::vector<std::int64_t>(B * K, kEos),
+                   std::vector<double>(B * K, kNegInf)};
+    for (std::int64_t r = 0; r < B * K; ++r) next.from_row[r] = r;  // a finished sentence's rows stay
+    for (std::int64_t b = 0; b < B; ++b)
+      if (!beams.done[b]) extend_sentence(beams, next, b, logp, V, pad, norm, t + 1 >= limit[b]);
+    if (std::all_of(beams.done.begin(), beams.done.end(), [](bool d) { return d; })) break;
+    const Tensor from_row = from_vector<std::int64_t>(next.from_row, {B * K});
+    advance(beams, next);
+    if (opt.use_cache) state->reorder(from_row);
   }
-
-  std::vector<std::vector<std::int64_t>> out(B);
-  for (std::int64_t b = 0; b < B; ++b) {
-    const Finished* best = nullptr;
-    for (const auto& f : finished[b])
-      if (!best || f.score > best->score) best = &f;
-    if (best) out[b] = best->tokens;
-  }
-  return out;
+  return best_hypotheses(beams);
 }
 
 std::vector<std::vector<std::int64_t>> translate_batch(const nn::Model& model, const Tensor& src,

@@ -1,0 +1,201 @@
+// The gradient-check suite (train/classroom/gradcheck_suite.h), the one list of the course's
+// named float64 gradient checks: `scratchformer gradcheck` prints them as a table, and here each
+// entry is one test case carrying the ctest labels of what it checks (`ctest -L attention`,
+// `ctest -L matmul`, ...; every one of them also `grad`), so the op and layer tests do not
+// repeat these checks. An entry named like an exercise (matmul, linear, softmax, layer_norm,
+// embedding, cross_entropy, relu) checks that op's backward.
+//   each entry passes (a failure names the entry, the variant and gradcheck's report: the input,
+//     the worst index, numeric against analytic); the registry is complete and every entry is
+//     tested; the table reports a broken entry (a forgotten gradient path) and a too-strict
+//     tolerance as FAIL.
+// The `scratchformer gradcheck` command itself: tests/test_classroom.cpp.
+#include "test_util.h"
+
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "train/classroom/gradcheck_suite.h"
+
+using Catch::Contains;
+using namespace sf;
+using namespace sf::train;
+using sf::test::count_lines;
+using sf::test::count_of;
+
+namespace {
+
+// Runs the entry `name` and requires each input of each of its runs to pass.
+void require_entry_passes(const std::string& name) {
+  INFO("gradcheck entry " << name);
+  const GradcheckEntry* e = find_gradcheck(name);
+  REQUIRE(e != nullptr);
+  const std::vector<GradcheckCase> cases = e->run(GradcheckOptions{});
+  REQUIRE_FALSE(cases.empty());
+  for (const GradcheckCase& c : cases) {
+    INFO(e->name << " (" << c.variant << "): " << c.result.message);
+    REQUIRE(c.result.ok);
+    REQUIRE_FALSE(c.result.inputs.empty());
+    REQUIRE(c.result.inputs.size() == c.input_names.size());
+  }
+}
+
+// The entries the test cases below run: a new entry needs a test case here (and its labels).
+const std::set<std::string> kTestedEntries = {
+    "matmul", "softmax", "relu", "embedding", "linear", "attention_no_mask", "attention_padding_mask",
+    "attention_causal_mask", "attention_alibi", "multi_head", "gqa", "mqa", "relative_attention", "positions",
+    "feed_forward", "layer_norm", "rms_norm", "encoder_layer", "decoder_layer", "model", "cross_entropy",
+    "label_smoothed_loss"};
+// The topics `--module` takes besides the entry names.
+const std::set<std::string> kTopics = {"ops", "embeddings", "linear", "attention", "positions", "feed-forward",
+                                       "norms", "layers", "model", "loss"};
+
+}  // namespace
+
+// ---- one test case per entry, in the suite's order -------------------------------------------
+
+TEST_CASE("gradcheck suite matmul passes", "[classroom][grad][matmul]") { require_entry_passes("matmul"); }
+
+TEST_CASE("gradcheck suite softmax passes", "[classroom][grad][softmax]") { require_entry_passes("softmax"); }
+
+TEST_CASE("gradcheck suite relu passes", "[classroom][grad][relu][unary]") { require_entry_passes("relu"); }
+
+TEST_CASE("gradcheck suite embedding passes", "[classroom][grad][embedding]") { require_entry_passes("embedding"); }
+
+TEST_CASE("gradcheck suite linear passes", "[classroom][grad][linear]") { require_entry_passes("linear"); }
+
+TEST_CASE("gradcheck suite attention_no_mask passes on transposed views", "[classroom][grad][attention][views]") {
+  require_entry_passes("attention_no_mask");
+}
+
+TEST_CASE("gradcheck suite attention_padding_mask passes", "[classroom][grad][attention][mask][padding]") {
+  require_entry_passes("attention_padding_mask");
+}
+
+TEST_CASE("gradcheck suite attention_causal_mask passes", "[classroom][grad][attention][mask][causal]") {
+  require_entry_passes("attention_causal_mask");
+}
+
+TEST_CASE("gradcheck suite attention_alibi passes", "[classroom][grad][attention][alibi][causal]") {
+  require_entry_passes("attention_alibi");
+}
+
+TEST_CASE("gradcheck suite multi_head passes", "[classroom][grad][attention][causal][padding]") {
+  require_entry_passes("multi_head");
+}
+
+TEST_CASE("gradcheck suite gqa passes", "[classroom][grad][attention][gqa][causal][padding]") {
+  require_entry_passes("gqa");
+}
+
+TEST_CASE("gradcheck suite mqa passes", "[classroom][grad][attention][gqa][causal][padding]") {
+  require_entry_passes("mqa");
+}
+
+TEST_CASE("gradcheck suite relative_attention passes with RoPE and ALiBi",
+          "[classroom][grad][attention][rope][alibi][gqa][causal]") {
+  require_entry_passes("relative_attention");
+}
+
+TEST_CASE("gradcheck suite positions passes", "[classroom][grad][positional][sinusoidal][learned][rope]") {
+  require_entry_passes("positions");
+}
+
+TEST_CASE("gradcheck suite feed_forward passes for ReLU GELU and SwiGLU", "[classroom][grad][feed_forward][relu][dropout]") {
+  require_entry_passes("feed_forward");
+}
+
+TEST_CASE("gradcheck suite layer_norm passes", "[classroom][grad][norm][layer_norm]") { require_entry_passes("layer_norm"); }
+
+TEST_CASE("gradcheck suite rms_norm passes", "[classroom][grad][norm][rms_norm]") { require_entry_passes("rms_norm"); }
+
+TEST_CASE("gradcheck suite encoder_layer passes", "[classroom][grad][encoder][padding]") {
+  require_entry_passes("encoder_layer");
+}
+
+TEST_CASE("gradcheck suite decoder_layer passes", "[classroom][grad][decoder][causal][padding]") {
+  require_entry_passes("decoder_layer");
+}
+
+TEST_CASE("gradcheck suite model passes in fast mode", "[classroom][grad][model]") { require_entry_passes("model"); }
+
+TEST_CASE("gradcheck suite cross_entropy passes", "[classroom][grad][loss][cross_entropy][label_smoothing]") {
+  require_entry_passes("cross_entropy");
+}
+
+TEST_CASE("gradcheck suite label_smoothed_loss passes", "[classroom][grad][loss][cross_entropy][label_smoothing]") {
+  require_entry_passes("label_smoothed_loss");
+}
+
+// ---- the registry and the table ---------------------------------------------------------------
+
+TEST_CASE("gradcheck suite covers the course and every entry is tested", "[classroom][grad]") {
+  std::set<std::string> names, topics;
+  for (const GradcheckEntry& e : gradcheck_suite()) {
+    INFO(e.name);
+    REQUIRE(names.insert(e.name).second);  // unique
+    REQUIRE_FALSE(e.description.empty());
+    REQUIRE(e.description.find('\n') == std::string::npos);
+    REQUIRE(e.run);
+    REQUIRE(find_gradcheck(e.name) == &e);
+    topics.insert(e.topic);
+  }
+  REQUIRE(topics == kTopics);
+  REQUIRE(names == kTestedEntries);  // every entry has its test case above
+  for (const char* required : {"embedding", "attention_no_mask", "attention_padding_mask", "attention_causal_mask",
+                               "multi_head", "gqa", "mqa", "feed_forward", "layer_norm", "rms_norm", "positions",
+                               "encoder_layer", "decoder_layer", "model", "label_smoothed_loss",
+                               // one per exercise word: --module takes each exercise's own name
+                               "matmul", "linear", "softmax", "cross_entropy", "relu"}) {
+    INFO(required);
+    REQUIRE(names.count(required) == 1);
+  }
+  REQUIRE(find_gradcheck("no_such_check") == nullptr);
+  const std::string list = format_gradcheck_list(gradcheck_suite());
+  REQUIRE(count_lines(list) == gradcheck_suite().size());
+  for (const GradcheckEntry& e : gradcheck_suite()) REQUIRE_THAT(list, Contains(e.name) && Contains(e.description));
+}
+
+TEST_CASE("gradcheck table reports a forgotten gradient path as FAIL", "[classroom][grad][mutation]") {
+  // y = x * detach(x): the forward is x^2, but autograd sees only one factor, so the analytic
+  // gradient is x instead of 2x, the classic bug of a tensor cut out of the graph.
+  const GradcheckEntry broken{
+      "broken_square", "test", "x * detach(x): one gradient path forgotten", [](const GradcheckOptions& o) {
+        Generator gen(1);
+        Tensor x = randn({3}, gen, Dtype::Float64).requires_grad_();
+        GradcheckCase c;
+        c.input_names = {"x"};
+        c.input_shapes = {x.shape()};
+        c.result = gradcheck([](const std::vector<Tensor>& in) { return mul(in[0], in[0].detach()); }, {x}, o);
+        return std::vector<GradcheckCase>{c};
+      }};
+  std::ostringstream out;
+  REQUIRE_FALSE(run_gradcheck_table({find_gradcheck("layer_norm"), &broken}, out));
+  const std::string table = out.str();
+  INFO(table);
+  REQUIRE_THAT(table, Contains("broken_square") && Contains("FAIL") && Contains("1 FAILED"));
+  REQUIRE_THAT(table, Contains("gradcheck failed for input 0"));  // gradcheck's own message, with the index
+  // the correct entry beside it still passes
+  REQUIRE(count_of(table, "pass\n") == 3);  // layer_norm: x, weight, bias
+  const std::vector<GradcheckRow> rows = gradcheck_rows(broken, broken.run(GradcheckOptions{}));
+  REQUIRE(rows.size() == 1);
+  REQUIRE_FALSE(rows[0].ok);
+  REQUIRE(rows[0].input == "x");
+}
+
+TEST_CASE("gradcheck table fails a correct entry under an impossible tolerance", "[classroom][grad][mutation]") {
+  // Central differences carry truncation and rounding errors of ~1e-10 here (see the table of
+  // `scratchformer gradcheck`); a tolerance of 1e-30 leaves no room for them.
+  constexpr double kImpossibleTol = 1e-30;
+  GradcheckOptions strict;
+  strict.atol = kImpossibleTol;
+  strict.rtol = kImpossibleTol;
+  std::ostringstream out;
+  REQUIRE_FALSE(run_gradcheck_table({find_gradcheck("feed_forward")}, out, strict));
+  REQUIRE_THAT(out.str(), Contains("FAIL"));
+  std::ostringstream normal;
+  REQUIRE(run_gradcheck_table({find_gradcheck("feed_forward")}, normal));
+  REQUIRE_THAT(normal.str(), Contains("all passed"));
+}
+

@@ -1,0 +1,34 @@
+// `scratchformer attention`: every decoder layer's cross-attention and masked self-attention,
+// per head, for one sentence, as SVG heatmaps (drawn by attention_heatmaps_svg, plots.h).
+//
+// Letters: S source length, T target length (+1 for BOS / EOS), H heads.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "train/setup.h"
+
+namespace sf::train {
+
+struct AttentionFigures {
+  std::vector<std::string> source_pieces;   // the S source tokens (columns of cross-attention)
+  std::vector<std::string> decoder_inputs;  // BOS + target (columns of self-attention), T of them
+  std::vector<std::string> produced;        // the token each decoder position produces (the rows), T
+  std::string translation;                  // the target as text (greedy output, or --tgt)
+  bool teacher_forced = false;              // true: the target was given, not generated
+  std::string cross_svg;                    // rows = layers, columns = heads
+  std::string self_svg;
+};
+
+// Translates `source` greedily with the model (or, if `target` is given, feeds that target: teacher
+// forcing), then runs the decoder once more over the whole target WITHOUT the KV cache, so that every
+// layer's attention weights cover every position, and draws them. Row t of every map is decoder
+// position t, labelled with the token it produces (target token t, or </s> at the end); its input
+// is decoder_inputs[t]. Throws std::invalid_argument for a sentence that is empty, not UTF-8, or
+// longer than the model allows, and for a checkpoint whose model is not encoder-decoder.
+AttentionFigures attention_figures(const InferenceModel& im, const std::string& source,
+                                   const std::optional<std::string>& target);
+
+}  // namespace sf::train

@@ -1,0 +1,34 @@
+// `scratchformer explain-batch`: one real training batch as text (source, decoder input, decoder
+// target, masks, counts), so teacher forcing is visible.
+//
+// Letters: B batch rows, S source length, T target length (+1 for BOS / EOS).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+
+#include "train/config.h"
+
+namespace sf::train {
+
+struct ExplainOptions {
+  std::int64_t batch = 0;      // which batch of the first epoch (0-based), as the trainer draws them
+  std::int64_t rows = 3;       // sentence pairs printed in full
+  std::int64_t max_causal = 12;  // the causal mask is printed for at most this many positions
+};
+
+// Loads the config's tokenizers (training them into run.dir first if there are none: said on
+// `log`), reads and filters the training corpus as the trainer does, builds the trainer's
+// Batcher (same seed, same budget) and returns batch `opt.batch` of epoch 0 explained as text:
+// the batch and its shapes, what teacher forcing is, the first opt.rows rows in full, the
+// padding masks, the causal mask and the counts.
+// Throws std::invalid_argument when opt.batch is past the epoch's last batch.
+std::string explain_batch(const Config& cfg, const ExplainOptions& opt, std::ostream& log);
+
+// Columns a string takes in a terminal: one per code point, two for East Asian wide characters
+// (CJK, Hangul, full-width forms). For aligning tokens in columns.
+std::size_t display_width(const std::string& text);
+
+}  // namespace sf::train

@@ -1,0 +1,102 @@
+#include "train/cli/cli_util.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <stdexcept>
+#include <string_view>
+
+#include "data/corpus.h"
+#include "train/eval/evaluate.h"
+
+namespace sf::cli {
+
+namespace fs = std::filesystem;
+
+std::vector<std::string> read_input_lines(const std::string& path) {
+  std::ifstream file;
+  if (!path.empty() && path != "-") {
+    if (!fs::exists(path)) throw std::invalid_argument("input file not found: " + path);
+    if (fs::is_directory(path)) throw std::invalid_argument("input " + path + " is a directory, expected a text file");
+    file.open(path, std::ios::binary);
+    if (!file) throw std::runtime_error("cannot open the input file " + path);
+  }
+  std::istream& in = file.is_open() ? file : std::cin;
+  std::vector<std::string> lines;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    lines.push_back(line);
+  }
+  if (!lines.empty() && lines[0].rfind("\xEF\xBB\xBF", 0) == 0) lines[0].erase(0, 3);  // a byte-order mark
+  return lines;
+}
+
+std::vector<std::vector<std::int64_t>> encode_inputs(const std::vector<std::string>& lines, const train::Tokenizers& tok,
+                                                     std::int64_t max_len, const std::string& origin) {
+  std::vector<std::vector<std::int64_t>> ids(lines.size());
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    std::size_t bad = 0;
+    if (!data::valid_utf8(lines[i], &bad)) {
+      std::cerr << "scratchformer: warning: " << origin << " line " << i + 1 << ": invalid UTF-8 at byte " << bad + 1
+                << "; writing an empty translation\n";
+      continue;
+    }
+    // Only the start of a huge line can fit the model: tokenise no more than max_len tokens can
+    // take (data::kMaxBytesPerToken; a 10 MB line would take GBs to tokenise), cut at a character.
+    std::string_view text = lines[i];
+    const std::size_t max_bytes = static_cast<std::size_t>(max_len) * data::kMaxBytesPerToken;
+    if (text.size() > max_bytes) {
+      std::size_t cut = max_bytes;
+      while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;  // not inside a character
+      text = text.substr(0, cut);
+    }
+    ids[i] = tok.src.encode(std::string(text));
+    if (static_cast<std::int64_t>(ids[i].size()) > max_len || text.size() < lines[i].size()) {
+      std::cerr << "scratchformer: warning: " << origin << " line " << i + 1 << ": "
+                << (text.size() < lines[i].size() ? "over " : "") << ids[i].size()
+                << " tokens, truncated to the model's limit of " << max_len << "\n";
+      ids[i].resize(std::min(ids[i].size(), static_cast<std::size_t>(max_len)));
+    }
+  }
+  return ids;
+}
+
+std::vector<std::string> translate_lines(const train::InferenceModel& im, const std::vector<std::vector<std::int64_t>>& ids,
+                                         const train::DecodeOptions& opt) {
+  std::vector<std::vector<std::int64_t>> nonempty;
+  std::vector<std::size_t> where;
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    if (!ids[i].empty()) nonempty.push_back(ids[i]), where.push_back(i);
+  std::vector<std::string> out(ids.size());
+  const auto hyps = train::translate_all(*im.model, *im.tokenizers, nonempty, opt);
+  for (std::size_t k = 0; k < where.size(); ++k) out[where[k]] = hyps[k];
+  return out;
+}
+
+train::DecodeOptions decode_options(const train::InferenceModel& im, std::int64_t beam, double length_penalty) {
+  train::DecodeOptions opt;
+  opt.beam = beam > 0 ? beam : im.config.train.valid_beam;
+  opt.length_penalty = length_penalty;
+  return opt;
+}
+
+CLI::Validator at_least_one(const std::string& what) {
+  return CLI::Validator(
+      [what](std::string& value) -> std::string {
+        long long n = 0;
+        std::size_t used = 0;
+        try {
+          n = std::stoll(value, &used);
+        } catch (const std::exception&) {
+        }
+        if (used != value.size() || n < 1) return "expected " + what + " of at least 1, got '" + value + "'";
+        return "";
+      },
+      "");
+}
+
+CLI::Validator beam_size_check() { return at_least_one("a beam size"); }
+
+}  // namespace sf::cli

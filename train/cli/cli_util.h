@@ -1,0 +1,40 @@
+// What several subcommands share (train/cli/cmd_*.cpp): reading input lines, turning them into
+// token ids the model can take, translating them in input order, and a check for options that
+// count something (--beam, --trace-steps).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "train/eval/decode.h"
+#include "train/setup.h"
+
+namespace sf::cli {
+
+// Reads all lines of a file or of stdin ("-" or empty path) as they are, without their "\n" or
+// "\r\n": a line that is not UTF-8 is reported by encode_inputs and gets an empty translation, so
+// the output always has one line per input line (the same from a file and from stdin).
+std::vector<std::string> read_input_lines(const std::string& path);
+
+// Encodes input lines for the model: invalid UTF-8 and over-long lines are reported on stderr
+// (the line is skipped or truncated), never a crash. Empty lines translate to empty lines.
+// `origin` names the input in the warnings ("stdin" or the file).
+std::vector<std::vector<std::int64_t>> encode_inputs(const std::vector<std::string>& lines, const train::Tokenizers& tok,
+                                                     std::int64_t max_len, const std::string& origin);
+
+// Translates non-empty inputs; empty ones stay empty. Output order = input order.
+std::vector<std::string> translate_lines(const train::InferenceModel& im, const std::vector<std::vector<std::int64_t>>& ids,
+                                         const train::DecodeOptions& opt);
+
+// --beam (0 = the config's train.valid_beam) and --length-penalty as decoding options.
+train::DecodeOptions decode_options(const train::InferenceModel& im, std::int64_t beam, double length_penalty);
+
+// A whole number >= 1 for options like --beam and --trace-steps (CLI::PositiveNumber would say
+// "not in range 0 to 1.797...e308"). `what` names it in the message: "a beam size".
+CLI::Validator at_least_one(const std::string& what);
+CLI::Validator beam_size_check();  // at_least_one("a beam size")
+
+}  // namespace sf::cli

@@ -1,0 +1,52 @@
+// `scratchformer bench --config FILE`: the training-step and decoding speed of a reference model
+// next to the BLAS floor of its matrix products; with --scaling, step time, FLOPs and memory per
+// sequence length instead (train/bench/bench.h says what is measured and how).
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "train/bench/bench.h"
+#include "train/cli/commands.h"
+#include "train/config.h"
+
+namespace sf::cli {
+
+namespace {
+
+struct BenchArgs {
+  std::string config;
+  std::vector<std::string> overrides;  // --set section.key=value
+  train::BenchOptions options;
+};
+
+int run_bench(BenchArgs& a, const CLI::App& cmd) {
+  if (a.options.scaling) {
+    // --scaling has defaults of its own for the options not given
+    if (cmd.count("--steps") == 0) a.options.steps = train::kScalingSteps;
+    if (cmd.count("--warmup") == 0) a.options.warmup = train::kScalingWarmup;
+    return train::run_scaling_bench(train::load_config(a.config, a.overrides), a.options);
+  }
+  return train::run_bench(train::load_config(a.config, a.overrides), a.options);
+}
+
+}  // namespace
+
+Command add_bench_command(CLI::App& app) {
+  auto a = std::make_shared<BenchArgs>();
+  train::BenchOptions& o = a->options;
+  CLI::App* cmd = app.add_subcommand("bench", "Training-step and decoding speed of a reference model, next to BLAS");
+  cmd->add_option("--config", a->config, "Config file (TOML), e.g. configs/bench.toml")->required();
+  cmd->add_option("--set", a->overrides, "Override a config key: section.key=value (repeatable)");
+  cmd->add_option("--steps", o.steps, "Timed training steps, the median is reported (default: 20)");
+  cmd->add_option("--warmup", o.warmup, "Untimed training steps first (default: 3)");
+  cmd->add_option("--threads", o.threads, "Threads (default: the config's run.threads; 0 there = all cores)");
+  cmd->add_option("--decode-sentences", o.decode_sentences, "Test sentences decoded per setting, 0 = no decoding (default: 64)");
+  cmd->add_option("--checkpoint", o.checkpoint, "Decode with this trained model (default: a random one)");
+  cmd->add_flag("--json", o.json_only, "Print only the JSON line");
+  cmd->add_flag("--scaling", o.scaling,
+                "Instead: step time, FLOPs and peak tensor memory at T = 16..256 (fixed token budget), plain vs "
+                "tiled attention (default --steps 3 --warmup 1)");
+  return {cmd, [a, cmd] { return run_bench(*a, *cmd); }};
+}
+
+}  // namespace sf::cli

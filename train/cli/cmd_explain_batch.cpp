@@ -1,0 +1,41 @@
+// `scratchformer explain-batch --config FILE`: one real training batch as text: tokens, decoder
+// input and target (teacher forcing), masks, counts (train/classroom/explain_batch.h).
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "train/classroom/explain_batch.h"
+#include "train/cli/commands.h"
+#include "train/config.h"
+
+namespace sf::cli {
+
+namespace {
+
+struct ExplainArgs {
+  std::string config;
+  std::vector<std::string> overrides;  // --set section.key=value
+  train::ExplainOptions options;
+};
+
+int run_explain_batch(const ExplainArgs& a) {
+  const train::Config cfg = train::load_config(a.config, a.overrides);
+  std::cout << train::explain_batch(cfg, a.options, std::cerr);
+  return 0;
+}
+
+}  // namespace
+
+Command add_explain_batch_command(CLI::App& app) {
+  auto a = std::make_shared<ExplainArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "explain-batch", "Print one real training batch: tokens, decoder input and target (teacher forcing), masks, counts");
+  cmd->add_option("--config", a->config, "Config file (TOML)")->required();
+  cmd->add_option("--batch", a->options.batch, "Which batch of the first epoch, 0-based (default: 0)");
+  cmd->add_option("--rows", a->options.rows, "Sentence pairs to print in full (default: 3)");
+  cmd->add_option("--set", a->overrides, "Override a config key: section.key=value (repeatable)");
+  return {cmd, [a] { return run_explain_batch(*a); }};
+}
+
+}  // namespace sf::cli

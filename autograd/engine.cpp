@@ -83,38 +83,30 @@ void accumulate_owned(std::shared_ptr<TensorImpl>& slot, const Tensor& grad) {
   Tensor current(slot);
   slot = (current.defined() ? add(current, grad) : clone(grad)).impl_ptr();
 }
-}  // namespace
-
-std::vector<Tensor> AccumulateGrad::backward(const Tensor& grad_output) {
-  accumulate_owned(leaf->grad, grad_output);
-  return {};
-}
-
-void run_backward(const Tensor& root, const Tensor& root_grad, bool retain_graph) {
+// dL/d(root) to start from: the given gradient (root's shape), or 1 for a one-element root.
+Tensor seed_gradient(const Tensor& root, const Tensor& root_grad) {
   if (!root.requires_grad())
     throw std::logic_error("backward: the tensor does not require grad (no input of the ops that "
                            "made it has requires_grad set)");
-  Tensor seed = root_grad;
-  if (!seed.defined()) {
+  if (!root_grad.defined()) {
     if (root.numel() != 1)
       throw std::logic_error("backward: called without a gradient on a tensor of shape " +
                              shape_str(root.shape()) +
                              "; only a one-element tensor gets the implicit gradient 1");
-    seed = ones(root.shape(), root.dtype());
-  } else if (seed.shape() != root.shape()) {
-    throw std::invalid_argument("backward: gradient shape " + shape_str(seed.shape()) +
-                                " does not match the tensor's shape " + shape_str(root.shape()));
+    return ones(root.shape(), root.dtype());
   }
+  if (root_grad.shape() != root.shape())
+    throw std::invalid_argument("backward: gradient shape " + shape_str(root_grad.shape()) +
+                                " does not match the tensor's shape " + shape_str(root.shape()));
+  return root_grad;
+}
 
-  NoGradGuard no_grad;  // backward computations record no graph
-
-  std::shared_ptr<Node> start = root.grad_fn();
-  if (!start) start = std::make_shared<AccumulateGrad>(root.impl_ptr());  // backward on a leaf
-
-  // 1. reachable nodes and their dependency counts
+// Every node reachable from `start`, with the number of edges into it (how many gradients it
+// waits for before its own backward can run). Iterative: deep graphs cannot overflow the stack.
+std::unordered_map<Node*, int> count_dependencies(Node* start) {
   std::unordered_map<Node*, int> deps;
-  std::vector<Node*> stack{start.get()};
-  deps[start.get()] = 0;
+  std::vector<Node*> stack{start};
+  deps[start] = 0;
   while (!stack.empty()) {
     Node* n = stack.back();
     stack.pop_back();
@@ -125,6 +117,26 @@ void run_backward(const Tensor& root, const Tensor& root_grad, bool retain_graph
       if (inserted) stack.push_back(next.get());
     }
   }
+  return deps;
+}
+
+}  // namespace
+
+std::vector<Tensor> AccumulateGrad::backward(const Tensor& grad_output) {
+  accumulate_owned(leaf->grad, grad_output);
+  return {};
+}
+
+void run_backward(const Tensor& root, const Tensor& root_grad, bool retain_graph) {
+  const Tensor seed = seed_gradient(root, root_grad);  // dL/d(root)
+
+  NoGradGuard no_grad;  // backward computations record no graph
+
+  std::shared_ptr<Node> start = root.grad_fn();
+  if (!start) start = std::make_shared<AccumulateGrad>(root.impl_ptr());  // backward on a leaf
+
+  // 1. reachable nodes and their dependency counts
+  std::unordered_map<Node*, int> deps = count_dependencies(start.get());
 
   // 2. Kahn's algorithm
   std::unordered_map<Node*, Tensor> grads;

@@ -44,6 +44,43 @@ void record(GradcheckInputReport& r, const Shape& index, double numeric, double 
   }
 }
 
+// Central differences at every element of x: (L(x + eps e_i) - L(x - eps e_i)) / 2 eps against
+// analytic[i]. x is perturbed in place (f sees it) and restored.
+void check_every_element(const GradcheckFn& f, const std::vector<Tensor>& inputs, const Tensor& v, const Tensor& x,
+                         const Tensor& analytic, const GradcheckOptions& o, GradcheckInputReport& r) {
+  double worst_excess = -INFINITY;
+  Tensor xd = x.detach();  // writes go to x's storage: f sees the perturbation
+  for (std::int64_t flat = 0; flat < x.numel(); ++flat) {
+    const Shape idx = unravel(flat, x.shape());
+    const double orig = xd.at(idx);
+    xd.set(idx, orig + o.eps);
+    const double lp = weighted_output(f, inputs, v);
+    xd.set(idx, orig - o.eps);
+    const double lm = weighted_output(f, inputs, v);
+    xd.set(idx, orig);
+    record(r, idx, (lp - lm) / (2 * o.eps), analytic.at(idx), o, worst_excess);
+  }
+}
+
+// Fast mode: the directional derivative along o.fast_directions random directions u,
+// (L(x + eps u) - L(x - eps u)) / 2 eps against sum(analytic * u).
+void check_random_directions(const GradcheckFn& f, const std::vector<Tensor>& inputs, const Tensor& v, const Tensor& x,
+                             const Tensor& analytic, const GradcheckOptions& o, Generator& gen, GradcheckInputReport& r) {
+  double worst_excess = -INFINITY;
+  Tensor xd = x.detach();
+  const Tensor saved = xd.clone();
+  for (int k = 0; k < o.fast_directions; ++k) {
+    Tensor u = randn(x.shape(), gen, Dtype::Float64);
+    xd.copy_(add(saved, mul(u, o.eps)));
+    const double lp = weighted_output(f, inputs, v);
+    xd.copy_(sub(saved, mul(u, o.eps)));
+    const double lm = weighted_output(f, inputs, v);
+    xd.copy_(saved);
+    const double analytic_dir = sum(mul(analytic, u)).item();
+    record(r, Shape{k}, (lp - lm) / (2 * o.eps), analytic_dir, o, worst_excess);
+  }
+}
+
 }  // namespace
 
 GradcheckResult gradcheck(const GradcheckFn& f, const std::vector<Tensor>& inputs,
@@ -84,32 +121,8 @@ GradcheckResult gradcheck(const GradcheckFn& f, const std::vector<Tensor>& input
     if (analytic.shape() != x.shape())
       throw std::logic_error("gradcheck: gradient of input " + std::to_string(i) + " has shape " +
                              shape_str(analytic.shape()) + ", the input " + shape_str(x.shape()));
-    double worst_excess = -INFINITY;
-    Tensor xd = x.detach();  // writes go to x's storage: f sees the perturbation
-    if (!o.fast_mode) {
-      for (std::int64_t flat = 0; flat < x.numel(); ++flat) {
-        const Shape idx = unravel(flat, x.shape());
-        const double orig = xd.at(idx);
-        xd.set(idx, orig + o.eps);
-        const double lp = weighted_output(f, inputs, v);
-        xd.set(idx, orig - o.eps);
-        const double lm = weighted_output(f, inputs, v);
-        xd.set(idx, orig);
-        record(r, idx, (lp - lm) / (2 * o.eps), analytic.at(idx), o, worst_excess);
-      }
-    } else {
-      const Tensor saved = xd.clone();
-      for (int k = 0; k < o.fast_directions; ++k) {
-        Tensor u = randn(x.shape(), gen, Dtype::Float64);
-        xd.copy_(add(saved, mul(u, o.eps)));
-        const double lp = weighted_output(f, inputs, v);
-        xd.copy_(sub(saved, mul(u, o.eps)));
-        const double lm = weighted_output(f, inputs, v);
-        xd.copy_(saved);
-        const double analytic_dir = sum(mul(analytic, u)).item();
-        record(r, Shape{k}, (lp - lm) / (2 * o.eps), analytic_dir, o, worst_excess);
-      }
-    }
+    if (!o.fast_mode) check_every_element(f, inputs, v, x, analytic, o, r);
+    else check_random_directions(f, inputs, v, x, analytic, o, gen, r);
     if (!r.ok) {
       result.ok = false;
       msg << "gradcheck failed for input " << i << (r.name.empty() ? "" : " (" + r.name + ")")

@@ -5,6 +5,7 @@ set -euo pipefail
 
 packages=(
   g++ cmake make pkg-config          # toolchain
+  python3                            # tools/function_lengths.py (a test), tools/*.py
   libopenblas-dev                    # matrix products (cblas_sgemm / cblas_dgemm)
   libcli11-dev                       # the command line
   catch2                             # tests (Catch2 v2)

@@ -4,6 +4,10 @@
 //
 //   encoder-decoder  Seq2SeqTransformer (nn/seq2seq.h): a bidirectional encoder reads the
 //                    source, a causal decoder cross-attends to it (translation)
+//   decoder-only     DecoderOnlyTransformer (nn/decoder_only.h): one causal stack, no
+//                    cross-attention; a prompt and its continuation are one sequence
+//   encoder-only     EncoderOnlyTransformer (nn/encoder_only.h): one bidirectional stack with
+//                    a masked-LM head or a classification head; it does not generate
 //
 // Letters: B batch, S source length, T target length, V vocabulary.
 //
@@ -12,6 +16,7 @@
 // (the lecture's prefill and decode):
 //
 //   auto state = model.start_decoding(src);   // prefill: read the source once (B rows)
+//   Tensor tokens = state->first_tokens();     // (B,1): BOS, or a prompt's last token
 //   Tensor logits = model.decode_step(tokens, *state);   // decode: (B,1) -> (B,V), one new
 //                                                         // position, keys/values cached
 //
@@ -33,8 +38,12 @@ namespace sf::nn {
 class DecodeState {
  public:
   virtual ~DecodeState() = default;
-  // Positions generated and cached so far (0 right after start_decoding).
+  // Positions cached so far (right after start_decoding: 0 for the encoder-decoder, P - 1 for
+  // a decoder-only model's prompt of P tokens).
   virtual std::int64_t length() const = 0;
+  // (B,1) int64: the token each row's first decode_step reads (the encoder-decoder's BOS; the
+  // last token of a decoder-only prompt, whose logits choose the first new token).
+  virtual Tensor first_tokens() const = 0;
   // Before the first step: every row becomes `times` rows, row b*times + k a copy of row b (the
   // beams of sentence b). (B, ...) -> (B*times, ...).
   virtual void repeat_rows(std::int64_t times) = 0;
@@ -67,6 +76,18 @@ class Model : public Module {
   // row equals decode_step's on the same prefix (slower; for teaching and tests).
   virtual Tensor decode_prefix(const Tensor& prefix, const DecodeState& state) const = 0;
 };
+
+// ---- parts every architecture is built from (nn/model.cpp) ------------------------------------
+
+// The absolute positional table of cfg.positional (SinusoidalPositional or LearnedPositional),
+// or null for rope/alibi, which act inside self-attention.
+std::shared_ptr<Module> make_positions(const ModelConfig& cfg, Generator& init_gen, Dtype dtype);
+// x: (B,T,D) -> x + PE[start_pos .. start_pos+T-1] through a module made by make_positions.
+Tensor add_positions(const Module& positions, const Tensor& x, std::int64_t start_pos);
+// k/v: (B,Hkv,T,Dh) -> (B',Hkv,T,Dh), the rows batch_indices (int64 (B')); an empty cache stays empty.
+void reorder_kv(KVCache& cache, const Tensor& batch_indices);
+// The module tree, one line per module indented by depth: "encoder (Encoder): 1234 parameters".
+std::string module_tree_summary(const Module& model, const std::string& root_name = "model");
 
 // The model of cfg.arch, its parameters drawn from init_gen (validates cfg).
 std::unique_ptr<Model> make_model(const ModelConfig& cfg, Generator& init_gen, Dtype dtype = Dtype::Float32);

@@ -16,17 +16,6 @@ namespace sf::nn {
 
 // ---- DecoderCache ------------------------------------------------------------------------
 
-namespace {
-
-// k/v: (B,Hkv,T,Dh) -> (B',Hkv,T,Dh), rows batch_indices; an empty cache stays empty.
-void reorder_kv(KVCache& cache, const Tensor& batch_indices) {
-  if (!cache.k.defined()) return;
-  cache.k = index_select(cache.k, 0, batch_indices);
-  cache.v = index_select(cache.v, 0, batch_indices);
-}
-
-}  // namespace
-
 void DecoderCache::reorder(const Tensor& batch_indices) {
   if (batch_indices.dim() != 1 || batch_indices.dtype() != Dtype::Int64)
     throw std::invalid_argument("DecoderCache::reorder: expected int64 batch indices of shape (B'), got " +
@@ -42,35 +31,10 @@ void DecoderCache::reorder(const Tensor& batch_indices) {
 
 namespace {
 
-// The absolute positional encoding chosen by the config, or null for rope/alibi.
-std::shared_ptr<Module> make_positions(const ModelConfig& cfg, Generator& init_gen, Dtype dtype) {
-  switch (cfg.positional) {
-    case PositionalKind::Sinusoidal: return std::make_shared<SinusoidalPositional>(cfg.max_len, cfg.d_model, dtype);
-    case PositionalKind::Learned: return std::make_shared<LearnedPositional>(cfg.max_len, cfg.d_model, init_gen, dtype);
-    default: return nullptr;  // RoPE, ALiBi: inside self-attention
-  }
-}
-
-// x: (B,T,D) -> x + PE[start_pos .. start_pos+T-1] through a module made by make_positions.
-Tensor add_positions(const Module& positions, const Tensor& x, std::int64_t start_pos) {
-  if (const auto* sin = dynamic_cast<const SinusoidalPositional*>(&positions)) return sin->forward(x, start_pos);
-  if (const auto* learned = dynamic_cast<const LearnedPositional*>(&positions))
-    return learned->forward(x, start_pos);
-  throw std::invalid_argument(std::string("Seq2SeqTransformer: unexpected positional module ") +
-                              positions.type_name());
-}
-
 // The config itself, after validate() (so the constructor checks it before anything else).
 const ModelConfig& validated(const ModelConfig& cfg) {
   cfg.validate();
   return cfg;
-}
-
-// One line per module, indented by depth: "encoder (Encoder): 1234 parameters".
-void summarize(const Module& m, const std::string& name, int depth, std::ostringstream& out) {
-  out << std::string(2 * depth, ' ') << name << " (" << m.type_name() << "): " << m.parameter_count()
-      << " parameters\n";
-  for (const auto& [child_name, child] : m.children()) summarize(*child, child_name, depth + 1, out);
 }
 
 }  // namespace
@@ -178,6 +142,7 @@ std::unique_ptr<DecodeState> Seq2SeqTransformer::start_decoding(const Tensor& sr
   auto state = std::make_unique<EncoderDecoderState>();
   state->enc = encode(src);  // memory: (B,S,D), read once
   state->cache = new_cache();
+  state->bos = full({src.size(0), 1}, static_cast<double>(cfg_.bos_id), Dtype::Int64);
   return state;
 }
 
@@ -207,13 +172,10 @@ void EncoderDecoderState::repeat_rows(std::int64_t times) {
     for (std::int64_t k = 0; k < times; ++k) idx.push_back(b);
   const Tensor index = from_vector<std::int64_t>(idx, {B * times});
   enc = {index_select(enc.memory, 0, index), index_select(enc.src_mask, 0, index)};
+  bos = index_select(bos, 0, index);
   cache.reorder(index);
 }
 
-std::string Seq2SeqTransformer::summary() const {
-  std::ostringstream out;
-  summarize(*this, "model", 0, out);
-  return out.str();
-}
+std::string Seq2SeqTransformer::summary() const { return module_tree_summary(*this); }
 
 }  // namespace sf::nn

@@ -58,8 +58,10 @@ struct Encoded {
 struct EncoderDecoderState : DecodeState {
   Encoded enc;
   DecoderCache cache;
+  Tensor bos;  // (B,1) int64, every row's BOS
   std::int64_t length() const override { return cache.length(); }
-  void repeat_rows(std::int64_t times) override;  // memory, mask (and cache) rows, each `times` times
+  Tensor first_tokens() const override { return bos; }
+  void repeat_rows(std::int64_t times) override;  // memory, mask, BOS (and cache) rows, each `times` times
   void reorder(const Tensor& batch_indices) override { cache.reorder(batch_indices); }
 };
 

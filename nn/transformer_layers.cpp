@@ -177,12 +177,14 @@ EncoderLayer::EncoderLayer(const ModelConfig& cfg, Generator& init_gen, Generato
   dropout = register_module("dropout", std::make_shared<Dropout>(cfg.dropout, dropout_gen));
 }
 
-// x: (B,S,D), src_mask: bool (B,1,1,S) -> (B,S,D)
-Tensor EncoderLayer::forward(const Tensor& x, const Tensor& src_mask) const {
+// x: (B,S,D), src_mask: bool (B,1,1,S) (or causal (S,S_keys)) -> (B,S,D)
+Tensor EncoderLayer::forward(const Tensor& x, const Tensor& src_mask, KVCache* cache, std::int64_t start_pos,
+                             bool causal) const {
   check_width("EncoderLayer", "x", x, self_attn->d_model);
-  // Self-attention: every source position looks at every non-padding source position.
-  Tensor h = sublayer_input(norm_position, *norm1, x);                                   // (B,S,D)
-  Tensor attn = self_attn->forward(h, h, src_mask, nullptr, 0, /*causal_positions=*/false);  // (B,S,D)
+  // Self-attention: every source position looks at every non-padding source position (a
+  // decoder-only block: at itself and the positions before it, cached ones included).
+  Tensor h = sublayer_input(norm_position, *norm1, x);                                     // (B,S,D)
+  Tensor attn = self_attn->forward(h, h, src_mask, cache, start_pos, /*causal_positions=*/causal);  // (B,S,D)
   Tensor out = residual(norm_position, *norm1, *dropout, x, attn);                       // (B,S,D)
   // Feed-forward, position by position.
   h = sublayer_input(norm_position, *norm2, out);

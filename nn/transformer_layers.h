@@ -36,7 +36,9 @@
 namespace sf::nn {
 
 // The architecture (nn/model.h): which stacks a model has and how they connect.
-enum class Arch { EncoderDecoder };
+enum class Arch { EncoderDecoder, DecoderOnly, EncoderOnly };
+// How an encoder-only classifier turns its outputs into one sentence vector (nn/encoder_only.h).
+enum class Pooling { Mean, Cls };
 enum class NormKind { LayerNorm, RMSNorm };
 enum class NormPosition { Pre, Post };
 enum class PositionalKind { Sinusoidal, Learned, RoPE, ALiBi };
@@ -55,7 +57,7 @@ const char* attention_name(AttentionKernel kernel);
 // Multi30k-sized corpus; the 2017 paper's base model is d_model 512, n_heads 8, d_ff 2048,
 // 6 + 6 layers, dropout 0.1, post-norm, sinusoidal.
 struct ModelConfig {
-  Arch arch = Arch::EncoderDecoder;  // encoder-decoder (translation); nn/model.h
+  Arch arch = Arch::EncoderDecoder;  // encoder-decoder (translation), decoder-only, encoder-only; nn/model.h
   std::int64_t src_vocab = 0;        // source vocabulary size V_src (set from the tokenizer), e.g. 8000
   std::int64_t tgt_vocab = 0;        // target vocabulary size V_tgt (set from the tokenizer), e.g. 8000
   std::int64_t d_model = 256;        // model width D, e.g. 256 or 512
@@ -78,6 +80,11 @@ struct ModelConfig {
   bool tie_output = false;           // the output projection reuses the target embedding matrix
   std::int64_t max_len = 256;        // longest sequence (rows of the sinusoidal / learned tables)
   std::int64_t pad_id = 0;           // padding token id (masked in attention, zero embedding row)
+  std::int64_t bos_id = 2;           // the token decoding starts from (encoder-decoder)
+  // encoder-only: 0 = the masked-LM head (logits over the vocabulary at every position); C > 0 =
+  // the classification head (C classes) on a pooled sentence vector
+  std::int64_t num_classes = 0;
+  Pooling pooling = Pooling::Mean;   // encoder-only classifier: mean over non-padding tokens, or the first (CLS) token
 
   // Throws std::invalid_argument with one line naming the field and its value, e.g.
   // "ModelConfig: d_model 250 is not divisible by n_heads 8".
@@ -104,7 +111,13 @@ class EncoderLayer : public Module {
   const char* type_name() const override { return "EncoderLayer"; }
 
   // x: (B,S,D), src_mask: bool (B,1,1,S) TRUE = padding (or undefined) -> (B,S,D)
-  Tensor forward(const Tensor& x, const Tensor& src_mask) const;
+  // As a decoder-only block (nn/decoder_only.h) the mask is causal_mask(S, S_keys) instead,
+  // causal = true (ALiBi then uses the signed distance, as DecoderLayer's self-attention), and
+  // during generation cache holds the keys/values of positions 0..start_pos-1: x holds only
+  // the new positions start_pos..start_pos+S-1, whose keys/values the self-attention appends.
+  // The defaults (no cache, not causal) are the encoder's bidirectional layer.
+  Tensor forward(const Tensor& x, const Tensor& src_mask, KVCache* cache = nullptr, std::int64_t start_pos = 0,
+                 bool causal = false) const;
 
   NormPosition norm_position;
   std::shared_ptr<MultiHeadAttention> self_attn;

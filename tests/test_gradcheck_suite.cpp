@@ -46,7 +46,7 @@ const std::set<std::string> kTestedEntries = {
     "matmul", "softmax", "relu", "embedding", "linear", "attention_no_mask", "attention_padding_mask",
     "attention_causal_mask", "attention_alibi", "multi_head", "gqa", "mqa", "relative_attention", "positions",
     "feed_forward", "layer_norm", "rms_norm", "encoder_layer", "decoder_layer", "model", "cross_entropy",
-    "label_smoothed_loss"};
+    "label_smoothed_loss", "encoder_only", "decoder_only"};
 // The topics `--module` takes besides the entry names.
 const std::set<std::string> kTopics = {"ops", "embeddings", "linear", "attention", "positions", "feed-forward",
                                        "norms", "layers", "model", "loss"};
@@ -120,12 +120,20 @@ TEST_CASE("gradcheck suite decoder_layer passes", "[classroom][grad][decoder][ca
 
 TEST_CASE("gradcheck suite model passes in fast mode", "[classroom][grad][model]") { require_entry_passes("model"); }
 
+TEST_CASE("gradcheck suite decoder_only passes in fast mode", "[classroom][grad][model][causal]") {
+  require_entry_passes("decoder_only");
+}
+
 TEST_CASE("gradcheck suite cross_entropy passes", "[classroom][grad][loss][cross_entropy][label_smoothing]") {
   require_entry_passes("cross_entropy");
 }
 
 TEST_CASE("gradcheck suite label_smoothed_loss passes", "[classroom][grad][loss][cross_entropy][label_smoothing]") {
   require_entry_passes("label_smoothed_loss");
+}
+
+TEST_CASE("gradcheck suite encoder_only passes in fast mode", "[classroom][grad][model][padding]") {
+  require_entry_passes("encoder_only");
 }
 
 // ---- the registry and the table ---------------------------------------------------------------

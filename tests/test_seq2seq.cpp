@@ -624,6 +624,64 @@ TEST_CASE("DecoderCache reorder equals running the permuted batch", "[model][cac
   }
 }
 
+// ---- the Model interface (nn/model.h) ------------------------------------------------------------
+
+TEST_CASE("make_model builds the encoder-decoder of model.arch and parse_arch names the choices", "[model][errors]") {
+  ModelConfig cfg = tiny_config();
+  Generator init(121);
+  const std::unique_ptr<Model> model = make_model(cfg, init);
+  REQUIRE(dynamic_cast<Seq2SeqTransformer*>(model.get()) != nullptr);
+  CHECK(model->config().arch == Arch::EncoderDecoder);
+  CHECK(std::string(arch_name(Arch::EncoderDecoder)) == "encoder-decoder");
+  CHECK(parse_arch("encoder-decoder") == Arch::EncoderDecoder);
+  CHECK_THROWS_WITH(parse_arch("decoder_only"), Contains("expected encoder-decoder, decoder-only or encoder-only") && Contains("decoder_only"));
+  // the same seed, the same parameters as building the class directly
+  Generator again(121);
+  Seq2SeqTransformer direct(cfg, again);
+  const auto a = model->named_parameters(), b = direct.named_parameters();
+  REQUIRE(a.size() == b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) CHECK(max_abs_diff(a[i].second, b[i].second) == 0.0);
+}
+
+TEST_CASE("generation through the Model interface equals the encoder-decoder's own calls", "[model][cache][decode]") {
+  ModelConfig cfg = small_config();
+  cfg.n_kv_heads = 2;
+  Generator init(131);
+  const std::unique_ptr<Model> model = make_model(cfg, init);
+  const auto& s2s = dynamic_cast<const Seq2SeqTransformer&>(*model);
+  model->eval();
+  NoGradGuard no_grad;
+  const Tensor src = ids({3, 5, 2, 6, 9, 4, 1, 10, 0, 0}, {2, 5});
+  const std::vector<Tensor> steps{ids({1, 1}, {2, 1}), ids({4, 7}, {2, 1}), ids({9, 3}, {2, 1})};
+  // prefill + decode steps through the interface, against encode + decode_step with a cache
+  const auto state = model->start_decoding(src);
+  CHECK(state->length() == 0);
+  const Encoded enc = s2s.encode(src);
+  DecoderCache cache = s2s.new_cache();
+  Tensor last_step;
+  for (const Tensor& t : steps) {
+    last_step = model->decode_step(t, *state);              // (2,V)
+    const Tensor direct = s2s.decode_step(t, enc, cache);  // (2,V)
+    CHECK(max_abs_diff(last_step, direct) == 0.0);
+  }
+  CHECK(state->length() == 3);
+  // decode_prefix: the whole prefix without a cache, its last row equal to the last step's
+  const Tensor prefix = cat({steps[0], steps[1], steps[2]}, 1);  // (2,3)
+  const Tensor all = model->decode_prefix(prefix, *state);      // (2,3,V)
+  REQUIRE(all.size(1) == 3);
+  CHECK(max_abs_diff(all.narrow(1, 2, 1).squeeze(1), last_step) <= kCacheTol);
+  const Tensor want = s2s.decode(prefix, enc);
+  CHECK(max_abs_diff(all, want) == 0.0);
+  // repeat_rows: row b*K + k decodes as row b
+  const auto repeated = model->start_decoding(src);
+  repeated->repeat_rows(3);
+  const Tensor r = model->decode_step(ids({1, 1, 1, 1, 1, 1}, {6, 1}), *repeated);  // (6,V)
+  const auto fresh = model->start_decoding(src);
+  const Tensor one = model->decode_step(steps[0], *fresh);  // (2,V)
+  for (std::int64_t row = 0; row < 6; ++row)
+    CHECK(max_abs_diff(r.narrow(0, row, 1), one.narrow(0, row / 3, 1)) <= kCacheTol);
+}
+
 // ---- parameters ------------------------------------------------------------------------------
 
 TEST_CASE("Seq2SeqTransformer parameter names follow the module tree", "[model][params]") {

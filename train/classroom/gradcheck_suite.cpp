@@ -10,7 +10,9 @@
 #include "autograd/node.h"
 #include "autograd/ops.h"
 #include "nn/attention.h"
+#include "nn/decoder_only.h"
 #include "nn/embedding.h"
+#include "nn/encoder_only.h"
 #include "nn/feed_forward.h"
 #include "nn/linear.h"
 #include "nn/norm.h"
@@ -418,6 +420,43 @@ std::vector<GradcheckCase> check_model(const GradcheckOptions& tolerances) {
   return cases;
 }
 
+// The decoder-only model (GPT's shape: causal encoder layers, the LM head tied to the embedding):
+// the label-smoothed next-token loss w.r.t. every parameter, in fast mode as check_model. Row 2
+// of the sequence ends with a pad, and its targets with two (not scored).
+std::vector<GradcheckCase> check_decoder_only(const GradcheckOptions& tolerances) {
+  GradcheckOptions o = tolerances;
+  o.fast_mode = true;
+  nn::ModelConfig gpt = tiny_config();
+  gpt.arch = nn::Arch::DecoderOnly;
+  gpt.src_vocab = 0;  // one vocabulary, tgt_vocab
+  gpt.decoder_layers = 2;
+  nn::ModelConfig modern = gpt;
+  modern.n_heads = 4;
+  modern.n_kv_heads = 2;
+  modern.norm_position = nn::NormPosition::Post;
+  modern.norm = nn::NormKind::RMSNorm;
+  modern.positional = nn::PositionalKind::RoPE;
+  modern.activation = nn::Activation::SwiGLU;
+  const std::pair<const char*, nn::ModelConfig> configs[] = {
+      {"pre layernorm sinusoidal, fast", gpt},
+      {"post rmsnorm rope gqa swiglu, fast", modern}};
+  const Tensor tokens = ids({2, 4, 5, 6, 3, 5, 1, 0}, {2, 4});   // (B,T)
+  const Tensor targets = ids({4, 5, 6, 3, 5, 1, 0, 0}, {2, 4});  // tokens shifted left
+  std::vector<GradcheckCase> cases;
+  std::uint64_t seed = 45;
+  for (const auto& [variant, cfg] : configs) {
+    Generator init(seed++);
+    nn::DecoderOnlyTransformer model(cfg, init, Dtype::Float64);
+    model.eval();
+    NamedInputs in;
+    in.add_parameters(model);
+    cases.push_back(run_case(
+        variant, [&](const std::vector<Tensor>&) { return smoothed_loss(model.lm_logits(tokens), targets, 0.1); },
+        in, o));
+  }
+  return cases;
+}
+
 // CrossEntropy: mean -log softmax(logits)[target] over the rows whose target is not -100, plain
 // and with label smoothing 0.2, on contiguous, transposed and narrowed logits (N 4, V 5).
 std::vector<GradcheckCase> check_cross_entropy(const GradcheckOptions& o) {
@@ -443,6 +482,53 @@ std::vector<GradcheckCase> check_cross_entropy(const GradcheckOptions& o) {
           [&, view, smoothing](const std::vector<Tensor>& t) { return cross_entropy(view(t[0]), targets, -100, smoothing); },
           in, o));
     }
+  }
+  return cases;
+}
+
+// The encoder-only model (BERT's shape): its training loss w.r.t. every parameter, in fast mode
+// (element-wise would take ~1400 forward passes per variant). The masked-LM head (cross-entropy
+// at three predicted positions, the rest target 0: not scored) and the classifier on the mean-
+// and the cls-pooled sentence vector (C 3, one label per row); padded_source() pads row 2.
+std::vector<GradcheckCase> check_encoder_only(const GradcheckOptions& tolerances) {
+  GradcheckOptions o = tolerances;
+  o.fast_mode = true;
+  nn::ModelConfig mlm = tiny_config();
+  mlm.arch = nn::Arch::EncoderOnly;
+  nn::ModelConfig mean = mlm;
+  mean.num_classes = 3;
+  mean.norm_position = nn::NormPosition::Post;
+  mean.norm = nn::NormKind::RMSNorm;
+  mean.positional = nn::PositionalKind::RoPE;
+  mean.n_heads = 4;
+  mean.n_kv_heads = 2;
+  nn::ModelConfig cls = mlm;
+  cls.num_classes = 3;
+  cls.pooling = nn::Pooling::Cls;
+  cls.positional = nn::PositionalKind::Learned;
+  const std::pair<const char*, nn::ModelConfig> configs[] = {
+      {"masked-LM pre-norm layernorm sinusoidal, fast", mlm},
+      {"classifier mean pooling post rmsnorm rope gqa, fast", mean},
+      {"classifier cls pooling learned positions, fast", cls}};
+  const Tensor src = padded_source();                             // (2,4)
+  const Tensor mlm_targets = ids({0, 4, 0, 1, 6, 0, 0, 0}, {8});  // (B*S), 0 = not predicted
+  const Tensor labels = ids({2, 0}, {2});                         // (B)
+  std::vector<GradcheckCase> cases;
+  std::uint64_t seed = 61;
+  for (const auto& [variant, cfg] : configs) {
+    Generator init(seed++);
+    nn::EncoderOnlyTransformer model(cfg, init, Dtype::Float64);
+    model.eval();
+    NamedInputs in;
+    in.add_parameters(model);
+    cases.push_back(run_case(
+        variant,
+        [&](const std::vector<Tensor>&) {
+          const Tensor logits = model.forward(src, Tensor());  // (B,S,V) or (B,C)
+          if (model.classifier) return cross_entropy(logits, labels);
+          return cross_entropy(reshape(logits, {8, logits.size(2)}), mlm_targets, 0);
+        },
+        in, o));
   }
   return cases;
 }
@@ -491,8 +577,13 @@ std::vector<GradcheckEntry> make_suite() {
        "decoder layer (causal self-attention, cross-attention, FFN), pre/post x LayerNorm/RMSNorm", check_decoder_layer},
       {"model", "model", "the whole Seq2SeqTransformer's loss w.r.t. every parameter (fast mode: random directions)",
        check_model},
+      {"decoder_only", "model", "the whole DecoderOnlyTransformer's next-token loss w.r.t. every parameter (fast mode)",
+       check_decoder_only},
       {"cross_entropy", "loss", "cross-entropy of logits, plain and smoothed, contiguous, transposed and narrowed, one row ignored",
        check_cross_entropy},
+      {"encoder_only", "model",
+       "the encoder-only model's loss w.r.t. every parameter: masked-LM head, mean and cls pooling (fast mode)",
+       check_encoder_only},
       {"label_smoothed_loss", "loss", "cross-entropy with label smoothing 0.1 and an ignored padding target",
        check_label_smoothed_loss},
   };

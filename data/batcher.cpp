@@ -98,7 +98,7 @@ void sort_by_length(std::vector<std::int64_t>& indices,
 
 Batcher::Batcher(std::vector<std::vector<std::int64_t>> src,
                  std::vector<std::vector<std::int64_t>> tgt, std::int64_t batch_tokens,
-                 std::uint64_t seed, bool shuffle)
+                 std::uint64_t seed, bool shuffle, Rows rows_counted)
     : src_(std::move(src)), tgt_(std::move(tgt)), batch_tokens_(batch_tokens), seed_(seed),
       shuffle_(shuffle) {
   if (src_.size() != tgt_.size())
@@ -121,16 +121,18 @@ Batcher::Batcher(std::vector<std::vector<std::int64_t>> src,
   std::iota(sorted.begin(), sorted.end(), 0);
   sort_by_length(sorted, src_, tgt_);
   cuts_ = {0};
-  std::int64_t rows = 0, max_s = 0, max_t = 0;
+  // (Rows::Joined counts the one sequence <s> source <sep> target instead, S + T + 2.)
+  std::int64_t rows = 0, longest = 0;
   for (std::size_t k = 0; k < sorted.size(); ++k) {
     const auto s = static_cast<std::int64_t>(src_[sorted[k]].size());
     const auto t = static_cast<std::int64_t>(tgt_[sorted[k]].size()) + 1;  // + BOS / EOS
-    const std::int64_t grown = (rows + 1) * std::max(std::max(max_s, s), std::max(max_t, t));
+    const std::int64_t length = rows_counted == Rows::Pair ? std::max(s, t) : s + t + 1;
+    const std::int64_t grown = (rows + 1) * std::max(longest, length);
     if (rows > 0 && grown > batch_tokens_) {  // full: pair k starts the next batch
       cuts_.push_back(static_cast<std::int64_t>(k));
-      rows = 0, max_s = 0, max_t = 0;
+      rows = 0, longest = 0;
     }
-    ++rows, max_s = std::max(max_s, s), max_t = std::max(max_t, t);
+    ++rows, longest = std::max(longest, length);
   }
   cuts_.push_back(static_cast<std::int64_t>(sorted.size()));
 }
@@ -154,23 +156,25 @@ void Batcher::plan_epoch(std::int64_t epoch) {
   planned_epoch_ = epoch;
 }
 
-bool Batcher::next(Batch& out) {
+bool Batcher::next_indices(std::vector<std::int64_t>& indices) {
   if (planned_epoch_ != position_.epoch) plan_epoch(position_.epoch);
   if (position_.batch_in_epoch >= batches_per_epoch()) {
     position_ = {position_.epoch + 1, 0};
     return false;
   }
   const std::int64_t k = batch_order_[static_cast<std::size_t>(position_.batch_in_epoch)];
-  std::vector<const std::vector<std::int64_t>*> src, tgt;
-  std::vector<std::int64_t> indices;
-  for (std::int64_t r = cuts_[k]; r < cuts_[k + 1]; ++r) {
-    const std::int64_t i = order_[static_cast<std::size_t>(r)];
-    src.push_back(&src_[i]);
-    tgt.push_back(&tgt_[i]);
-    indices.push_back(i);
-  }
-  out = make_batch(src, tgt, indices);
+  indices.clear();
+  for (std::int64_t r = cuts_[k]; r < cuts_[k + 1]; ++r) indices.push_back(order_[static_cast<std::size_t>(r)]);
   ++position_.batch_in_epoch;
+  return true;
+}
+
+bool Batcher::next(Batch& out) {
+  std::vector<std::int64_t> indices;
+  if (!next_indices(indices)) return false;
+  std::vector<const std::vector<std::int64_t>*> src, tgt;
+  for (const std::int64_t i : indices) src.push_back(&src_[i]), tgt.push_back(&tgt_[i]);
+  out = make_batch(src, tgt, indices);
   return true;
 }
 

@@ -66,13 +66,20 @@ class Batcher {
   //                 order, on every machine
   //   shuffle       false (for validation): pairs sorted by length, ties by index, and batches in
   //                 that order, identical every epoch
+  //   rows          how a pair's padded length is counted: Rows::Pair max(S, T + 1), a source and
+  //                 a target tensor (encoder-decoder); Rows::Joined S + T + 2, one sequence
+  //                 <s> source <sep> target (a decoder-only model's prompted translation)
   // Throws std::invalid_argument for unequal sizes, no pairs, an empty sequence or a budget < 1.
+  enum class Rows { Pair, Joined };
   Batcher(std::vector<std::vector<std::int64_t>> src, std::vector<std::vector<std::int64_t>> tgt,
-          std::int64_t batch_tokens, std::uint64_t seed, bool shuffle);
+          std::int64_t batch_tokens, std::uint64_t seed, bool shuffle, Rows rows = Rows::Pair);
 
-  // Fills `out` with the next batch and returns true; at the end of an epoch returns false
-  // (leaving `out` alone) and moves to the start of the next epoch.
+  // Fills `out` with the next batch (make_batch of its pairs) and returns true; at the end of an
+  // epoch returns false (leaving `out` alone) and moves to the start of the next epoch.
   bool next(Batch& out);
+  // The same, giving only the pair indices of the next batch: the tasks of train/task.h build
+  // their own batches (language modelling, masked LM, ...) from them.
+  bool next_indices(std::vector<std::int64_t>& indices);
 
   Position position() const { return position_; }
   // Continue from `position` exactly as an uninterrupted run would: the batches that follow are the

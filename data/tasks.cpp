@@ -129,4 +129,23 @@ Batch make_mlm_batch(const std::vector<MaskedRow>& rows, const std::vector<std::
   return batch;
 }
 
+Batch make_classify_batch(const std::vector<const std::vector<std::int64_t>*>& src, const std::vector<std::int64_t>& labels,
+                          const std::vector<std::int64_t>& indices) {
+  check_rows("make_classify_batch", src.size(), indices.size());
+  if (labels.size() != src.size())
+    throw std::invalid_argument("make_classify_batch: " + std::to_string(src.size()) + " rows but " +
+                                std::to_string(labels.size()) + " labels");
+  for (std::size_t b = 0; b < labels.size(); ++b)
+    if (labels[b] < 0) throw std::invalid_argument("make_classify_batch: row " + std::to_string(indices[b]) + " has label " +
+                                                   std::to_string(labels[b]) + ", expected >= 0");
+  const std::vector<std::int64_t> no_target;
+  const std::vector<const std::vector<std::int64_t>*> empty_targets(src.size(), &no_target);
+  Batch batch = make_batch(src, empty_targets, indices);  // src (B,S) and its padding mask
+  batch.tgt_in = Tensor();
+  batch.tgt_pad_mask = Tensor();
+  batch.tgt_out = from_vector<std::int64_t>(labels, {static_cast<std::int64_t>(labels.size())});  // (B)
+  batch.tgt_tokens = batch.rows();
+  return batch;
+}
+
 }  // namespace sf::data

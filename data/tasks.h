@@ -13,6 +13,8 @@
 //               become <mask>, 10% a random ordinary token, 10% stay; the loss reads only the
 //               chosen positions
 //                 src     = x with the chosen tokens replaced    tgt_out = x at chosen, pad elsewhere
+//   classify    a label per sentence or sentence pair (encoder-only, a head on the pooled vector)
+//                 src     = <cls> a_1 .. a_m [<sep> b_1 .. b_n]     tgt_out = (label)
 //
 // Letters: B rows, T the longest row's length.
 #pragma once
@@ -54,5 +56,11 @@ MaskedRow mask_tokens(const std::vector<std::int64_t>& ids, Generator& gen, std:
 // Rows masked by mask_tokens -> src (B,S) = the inputs, tgt_out (B,S) = the targets (padded with
 // kPadId), src_pad_mask; tgt_in undefined; tgt_tokens = the chosen positions (what the loss counts).
 Batch make_mlm_batch(const std::vector<MaskedRow>& rows, const std::vector<std::int64_t>& indices);
+
+// src[b]: the ids the encoder reads (the data has put <cls> and <sep> in), labels[b] >= 0 ->
+// src (B,S) padded, src_pad_mask, tgt_out (B) int64 the labels; tgt_in undefined; tgt_tokens = B
+// (one prediction per row). The loss must not ignore id kPadId here: label 0 is a class.
+Batch make_classify_batch(const std::vector<const std::vector<std::int64_t>*>& src, const std::vector<std::int64_t>& labels,
+                          const std::vector<std::int64_t>& indices);
 
 }  // namespace sf::data

@@ -53,7 +53,8 @@ Tokenizer::Tokenizer(std::shared_ptr<const sentencepiece::SentencePieceProcessor
     : processor_(std::move(processor)), model_path_(std::move(model_path)) {}
 
 Tokenizer Tokenizer::train(const std::vector<std::string>& text_files, const std::string& model_path,
-                           int vocab_size, const std::string& model_type, std::uint64_t seed) {
+                           int vocab_size, const std::string& model_type, std::uint64_t seed,
+                           const std::vector<std::string>& symbols) {
   if (text_files.empty())
     throw std::invalid_argument("Tokenizer::train: no training files given");
   if (vocab_size <= kEosId + 1)
@@ -83,7 +84,13 @@ Tokenizer Tokenizer::train(const std::vector<std::string>& text_files, const std
 
   // The key=value form of SentencePiece's command-line flags. (The map rather than one flag string,
   // because the string form splits on spaces and would break a path containing one.)
-  const std::unordered_map<std::string, std::string> flags = {
+  std::string control_symbols;  // "<sep>,<mask>": SentencePiece's list form
+  for (const std::string& symbol : symbols) {
+    if (symbol.empty() || symbol.find(',') != std::string::npos)
+      throw std::invalid_argument("Tokenizer::train: a task symbol must be non-empty without a comma, got \"" + symbol + "\"");
+    control_symbols += (control_symbols.empty() ? "" : ",") + symbol;
+  }
+  std::unordered_map<std::string, std::string> flags = {
       {"input", input},
       {"vocab_size", std::to_string(vocab_size)},
       {"model_type", model_type},
@@ -98,6 +105,7 @@ Tokenizer Tokenizer::train(const std::vector<std::string>& text_files, const std
       {"num_threads", "1"},
       {"minloglevel", "2"},  // errors only (0 info, 1 warning, 2 error)
   };
+  if (!control_symbols.empty()) flags["control_symbols"] = control_symbols;
   // The seed is global state inside SentencePiece: set it right before training.
   sentencepiece::SetRandomGeneratorSeed(sentencepiece_seed(seed));
   std::string model_bytes;
@@ -149,9 +157,24 @@ Tokenizer Tokenizer::load(const std::string& model_path) {
 
 Tokenizer Tokenizer::load_or_train(const std::vector<std::string>& text_files,
                                    const std::string& model_path, int vocab_size,
-                                   const std::string& model_type, std::uint64_t seed) {
+                                   const std::string& model_type, std::uint64_t seed,
+                                   const std::vector<std::string>& symbols) {
   if (fs::exists(model_path)) return load(model_path);
-  return train(text_files, model_path, vocab_size, model_type, seed);
+  return train(text_files, model_path, vocab_size, model_type, seed, symbols);
+}
+
+std::int64_t Tokenizer::symbol_id(const std::string& symbol) const {
+  const int id = processor_->PieceToId(symbol);
+  if (id <= kEosId || !processor_->IsControl(id))
+    throw std::runtime_error("the tokenizer " + model_path_ + " has no " + symbol +
+                             " symbol (it was trained for another task; train a new run with this data.task)");
+  return id;
+}
+
+std::int64_t Tokenizer::first_ordinary_id() const {
+  std::int64_t id = kEosId + 1;
+  while (id < vocab_size() && processor_->IsControl(static_cast<int>(id))) ++id;
+  return id;
 }
 
 std::vector<std::int64_t> Tokenizer::encode(const std::string& text) const {

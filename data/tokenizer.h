@@ -64,11 +64,16 @@ class Tokenizer {
   //   vocab_size  pieces in the vocabulary including the four special ones, e.g. 8000
   //   model_type  "unigram" or "bpe"
   //   seed        seeds SentencePiece's sampling of training sentences (the run's seed)
+  //   symbols     task symbols after the four fixed ones, e.g. {"<sep>"} (ids 4, 5, ... in this
+  //               order): SentencePiece control symbols, so encode() never produces them from
+  //               text (a sentence that contains "<sep>" stays words) and decode() drops them.
+  //               Only the tasks that need them add them (train/task.h), so a translation
+  //               vocabulary stays what it always was.
   // Throws std::invalid_argument for a bad vocab_size or model_type and std::runtime_error with
   // SentencePiece's message when training fails (e.g. a vocabulary larger than the text allows).
   static Tokenizer train(const std::vector<std::string>& text_files, const std::string& model_path,
                          int vocab_size, const std::string& model_type,
-                         std::uint64_t seed = 0);
+                         std::uint64_t seed = 0, const std::vector<std::string>& symbols = {});
 
   // Loads a model written by train(). Throws std::runtime_error naming the path when the file is
   // missing or is not a SentencePiece model, or when its special ids are not the fixed ones.
@@ -78,7 +83,8 @@ class Tokenizer {
   // in its checkpoint keep their meaning), otherwise a new one trained as train() does.
   static Tokenizer load_or_train(const std::vector<std::string>& text_files,
                                  const std::string& model_path, int vocab_size,
-                                 const std::string& model_type, std::uint64_t seed = 0);
+                                 const std::string& model_type, std::uint64_t seed = 0,
+                                 const std::vector<std::string>& symbols = {});
 
   // text -> ids, without BOS or EOS. An empty or all-space line gives {}.
   std::vector<std::int64_t> encode(const std::string& text) const;
@@ -93,6 +99,13 @@ class Tokenizer {
   std::string id_to_piece(std::int64_t id) const;
   std::int64_t vocab_size() const;
   const std::string& model_path() const { return model_path_; }
+  // The id of a task symbol given to train(), e.g. symbol_id("<sep>") == 4. Throws
+  // std::runtime_error naming the model and the symbol when it has none (a tokenizer trained
+  // for another task).
+  std::int64_t symbol_id(const std::string& symbol) const;
+  // The first id of an ordinary piece: ids below it are padding, <unk>, <s>, </s> and the task
+  // symbols (4 + the number of symbols). Masked-LM never chooses them.
+  std::int64_t first_ordinary_id() const;
 
  private:
   Tokenizer(std::shared_ptr<const sentencepiece::SentencePieceProcessor> processor,

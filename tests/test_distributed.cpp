@@ -215,7 +215,7 @@ TEST_CASE("2-rank training equals 1-process training and checkpoints resume acro
   // what is reported: the ranks, the global tokens/s and the allreduce share (log and metrics)
   CHECK_THAT(two_ranks.out, Contains("data-parallel: 2 processes") && Contains("2 ranks, allreduce"));
   const std::string metrics = read_file(two + "/metrics.tsv");
-  CHECK_THAT(metrics, Contains("\tallreduce_share\n"));
+  CHECK_THAT(metrics, Contains("\tallreduce_share\taccuracy\n"));
   CHECK(std::count(metrics.begin(), metrics.end(), '\n') == 1 + 2 * N + 1);  // header, train rows, one valid row
 
   const double moved = max_difference(tmp / "half.safetensors", straight + kLast);

@@ -9,6 +9,10 @@
 //   seq2seq_pre_ln / _post_ln           Seq2SeqTransformer vs a model built from
 //                                       torch.nn.TransformerEncoderLayer / DecoderLayer: logits,
 //                                       label-smoothed cross-entropy, every parameter gradient
+//   decoder_only_lm                     DecoderOnlyTransformer (pre-LN, grouped-query attention,
+//                                       GELU, tied LM head) vs pre-LN causal blocks on torch's
+//                                       multi-head attention: the same three, on make_lm_batch's
+//                                       rows with padding
 //
 // PyTorch computed the references in float64 from float32 weights and inputs, so they are the
 // exact answer to float64 rounding. Each case runs here twice: in float64 (must agree to
@@ -29,6 +33,7 @@
 #include "autograd/node.h"
 #include "autograd/ops.h"
 #include "nn/attention.h"
+#include "nn/decoder_only.h"
 #include "nn/norm.h"
 #include "nn/seq2seq.h"
 #include "test_util.h"
@@ -152,6 +157,23 @@ class Comparison {
     for (const auto& [name, p] : module.named_parameters()) check("grad." + name, p.grad());
   }
 
+  // Fails unless the file holds a weight and a gradient for every parameter of `module` and no
+  // gradient of a parameter the module lacks: no parameter is left unchecked, none is extra.
+  void require_names_every_parameter(const nn::Module& module) const {
+    std::set<std::string> grads_in_file;
+    for (const std::string& key : ref_.file.order)
+      if (key.rfind("grad.", 0) == 0) grads_in_file.insert(key);
+    const auto params = module.named_parameters();
+    for (const auto& [name, p] : params) {
+      INFO(ref_.name << ": the module has parameter " << name << " but the reference lacks it or its gradient");
+      CHECK(ref_.file.tensors.count(name) == 1);
+      CHECK(grads_in_file.count("grad." + name) == 1);
+    }
+    INFO(ref_.name << ": the module has " << params.size() << " parameters, the reference " << grads_in_file.size()
+                   << " parameter gradients");
+    CHECK(grads_in_file.size() == params.size());
+  }
+
   // Fails if the file holds a gradient that was not compared (a parameter the module lacks).
   void require_all_grads_checked() const {
     for (const std::string& key : ref_.file.order)
@@ -246,15 +268,14 @@ TEST_CASE("LayerNorm matches torch LayerNorm", "[reference][layer_norm]") {
 
 // ---- Seq2SeqTransformer vs a model of torch.nn Transformer layers ----
 
-nn::ModelConfig config_from(const Reference& ref) {
+// The fields every architecture reads (one stack of decoder_layers, tgt_vocab).
+nn::ModelConfig shared_config_from(const Reference& ref) {
   nn::ModelConfig cfg;
-  cfg.src_vocab = ref.meta_int("src_vocab");
   cfg.tgt_vocab = ref.meta_int("tgt_vocab");
   cfg.d_model = ref.meta_int("d_model");
   cfg.n_heads = ref.meta_int("n_heads");
   cfg.n_kv_heads = ref.meta_int("n_kv_heads");
   cfg.d_ff = ref.meta_int("d_ff");
-  cfg.encoder_layers = ref.meta_int("encoder_layers");
   cfg.decoder_layers = ref.meta_int("decoder_layers");
   cfg.dropout = ref.meta_double("dropout");
   cfg.attention_dropout = ref.meta_double("attention_dropout");
@@ -262,10 +283,18 @@ nn::ModelConfig config_from(const Reference& ref) {
   cfg.norm = nn::parse_norm(ref.meta("norm"));
   cfg.norm_position = nn::parse_norm_position(ref.meta("norm_position"));
   cfg.positional = nn::parse_positional(ref.meta("positional"));
-  cfg.share_embeddings = ref.meta_bool("share_embeddings");
-  cfg.tie_output = ref.meta_bool("tie_output");
   cfg.max_len = ref.meta_int("max_len");
   cfg.pad_id = ref.meta_int("pad_id");
+  return cfg;
+}
+
+// The encoder-decoder's config (the seq2seq files name no arch: encoder-decoder, the default).
+nn::ModelConfig config_from(const Reference& ref) {
+  nn::ModelConfig cfg = shared_config_from(ref);
+  cfg.src_vocab = ref.meta_int("src_vocab");
+  cfg.encoder_layers = ref.meta_int("encoder_layers");
+  cfg.share_embeddings = ref.meta_bool("share_embeddings");
+  cfg.tie_output = ref.meta_bool("tie_output");
   return cfg;
 }
 
@@ -301,6 +330,48 @@ TEST_CASE("Seq2SeqTransformer pre-LN with tied embeddings matches PyTorch logits
 
 TEST_CASE("Seq2SeqTransformer post-LN with GELU matches PyTorch logits loss and gradients", "[reference][model]") {
   for (Dtype dtype : kDtypes) run_seq2seq_case("seq2seq_post_ln", dtype);
+}
+
+// ---- DecoderOnlyTransformer vs pre-LN causal blocks on torch's multi-head attention ----
+
+// The decoder-only config: one vocabulary (src_vocab 0), the LM head always tied.
+nn::ModelConfig decoder_only_config_from(const Reference& ref) {
+  nn::ModelConfig cfg = shared_config_from(ref);
+  cfg.arch = nn::parse_arch(ref.meta("arch"));
+  INFO(ref.name << ": metadata arch " << ref.meta("arch"));
+  REQUIRE(cfg.arch == nn::Arch::DecoderOnly);
+  cfg.bos_id = ref.meta_int("bos_id");
+  return cfg;
+}
+
+// tgt_in, tgt_out: (B,T) int64 (make_lm_batch's rows) -> logits (B,T,V), loss, every parameter gradient.
+void run_decoder_only_case(const std::string& case_name, Dtype dtype) {
+  const Reference ref(case_name);
+  const nn::ModelConfig cfg = decoder_only_config_from(ref);
+  Generator gen(0);  // initial weights are overwritten by the reference's
+  nn::DecoderOnlyTransformer model(cfg, gen, dtype);
+  Comparison cmp(ref, dtype);
+  cmp.require_names_every_parameter(model);
+  load_weights(model, ref);
+
+  const Tensor& tgt_in = ref.tensor("tgt_in");    // (B,T), <s> x.., rows 1 and 2 padded at the end
+  const Tensor& tgt_out = ref.tensor("tgt_out");  // (B,T), x.. </s>, pad where the loss ignores it
+  const Tensor logits = model.forward(Tensor(), tgt_in);  // (B,T,V); no source
+  const std::int64_t V = logits.size(-1);
+  const Tensor loss = cross_entropy(reshape(logits, {-1, V}), reshape(tgt_out, {-1}), cfg.pad_id,
+                                    ref.meta_double("label_smoothing"));  // 0-d
+  loss.backward();
+
+  cmp.check("logits", logits);
+  cmp.check("loss", loss);
+  cmp.check_parameter_grads(model);
+  cmp.require_all_grads_checked();
+  cmp.report();
+}
+
+TEST_CASE("DecoderOnlyTransformer pre-LN with GQA and a tied LM head matches PyTorch logits loss and gradients",
+          "[reference][model]") {
+  for (Dtype dtype : kDtypes) run_decoder_only_case("decoder_only_lm", dtype);
 }
 
 // The comparison itself must be able to fail: one weight of the model changed by 1% (the size of

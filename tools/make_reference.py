@@ -3,7 +3,8 @@
 
 Run from the repository root with Debian's python3-torch (the system interpreter):
 
-    /usr/bin/python3 tools/make_reference.py
+    /usr/bin/python3 tools/make_reference.py                   # every case
+    /usr/bin/python3 tools/make_reference.py decoder_only_lm   # only the cases named
 
 It writes tests/data/reference/*.safetensors (committed; the C++ tests need no Python). Each file
 holds, for one small module or model built here in PyTorch:
@@ -30,6 +31,12 @@ Cases (one file each):
                        logits, label-smoothed cross-entropy and every parameter gradient
     seq2seq_post_ln    the same with norm_first=False (the paper's post-LN), separate source and
                        target embeddings, an output projection, and GELU
+    decoder_only_lm    the decoder-only language model (GPT's shape): pre-LN causal blocks with
+                       grouped-query attention (torch's functional multi-head attention, each
+                       k/v head's projection repeated for its query heads; checked against
+                       torch.nn.TransformerEncoderLayer), GELU, a final LayerNorm and the LM head
+                       tied to the embedding; make_lm_batch's rows, two padded; logits,
+                       label-smoothed cross-entropy and every parameter gradient
 
 The safetensors files are written by hand (8-byte little-endian header length, JSON header, raw
 little-endian data), in the form train/safetensors.h reads, including its FNV-1a checksum, so no
@@ -353,11 +360,17 @@ def seq2seq_case(case, seed, overrides):
 def seq2seq_loss(model, cfg, src, tgt_in, tgt_out):
     """-> logits (B,T,V) and the label-smoothed cross-entropy (0-d), after backward()."""
     logits = model(src, tgt_in)  # (B,T,V)
+    return logits, smoothed_cross_entropy_backward(logits, tgt_out, cfg)
+
+
+def smoothed_cross_entropy_backward(logits, tgt_out, cfg):
+    """logits (B,T,V), tgt_out (B,T) -> cross-entropy (0-d), pad targets ignored, label smoothing
+    cfg["label_smoothing"]; calls backward() on it."""
     V = logits.shape[-1]
     loss = F.cross_entropy(logits.reshape(-1, V), tgt_out.reshape(-1), ignore_index=cfg["pad_id"],
                            label_smoothing=cfg["label_smoothing"])
     loss.backward()
-    return logits, loss
+    return loss
 
 
 # The test's error measure (tests/test_reference.cpp: kFloorFraction, kExactZeroFraction).
@@ -380,18 +393,219 @@ def worst_relative_error(got, ref):
     return worst
 
 
-def main():
+# ---------------------------------------------------------------------------------------------
+# Case 4: the DecoderOnlyTransformer (a causal language model) with grouped-query attention
+# ---------------------------------------------------------------------------------------------
+
+def repeat_kv_heads(t, n_kv_heads, groups):
+    """A k_proj / v_proj weight (Hkv*Dh, D) or bias (Hkv*Dh) -> (Hkv*G*Dh, ...) = (D, ...): the rows
+    of k/v head j repeated for query heads j*G .. j*G+G-1, so query head h reads k/v head h // G
+    (Llama's repeat_kv, Scratchformer's repeat_kv_heads). Grouped-query attention is then ordinary
+    multi-head attention whose k/v projections share weights within each group of G heads; autograd
+    sums the group's gradients into the shared rows."""
+    heads = t.reshape(n_kv_heads, -1, *t.shape[1:])  # (Hkv, Dh, ...)
+    return heads.repeat_interleave(groups, dim=0).reshape(-1, *t.shape[1:])
+
+
+class GroupedQueryAttention(nn.Module):
+    """Scratchformer's MultiHeadAttention with Hkv k/v heads, computed by torch's own multi-head
+    attention (F.multi_head_attention_forward, what torch.nn.MultiheadAttention runs) on the
+    repeated k/v projections. Parameters q_proj (D -> D), k_proj, v_proj (D -> Hkv*Dh), out_proj."""
+
+    def __init__(self, d_model, n_heads, n_kv_heads):
+        super().__init__()
+        self.d_model, self.n_heads, self.n_kv_heads = d_model, n_heads, n_kv_heads
+        head_dim = d_model // n_heads
+        self.q_proj = nn.Linear(d_model, d_model)
+        self.k_proj = nn.Linear(d_model, n_kv_heads * head_dim)
+        self.v_proj = nn.Linear(d_model, n_kv_heads * head_dim)
+        self.out_proj = nn.Linear(d_model, d_model)
+
+    def in_proj(self):
+        """-> the (3D, D) weight and (3D) bias of the equivalent multi-head attention: q, k, v rows."""
+        G = self.n_heads // self.n_kv_heads
+        weight = torch.cat([self.q_proj.weight, repeat_kv_heads(self.k_proj.weight, self.n_kv_heads, G),
+                            repeat_kv_heads(self.v_proj.weight, self.n_kv_heads, G)])
+        bias = torch.cat([self.q_proj.bias, repeat_kv_heads(self.k_proj.bias, self.n_kv_heads, G),
+                          repeat_kv_heads(self.v_proj.bias, self.n_kv_heads, G)])
+        return weight, bias
+
+    def forward(self, x, causal):
+        """x (B,T,D), causal bool (T,T) True = blocked -> (B,T,D)"""
+        weight, bias = self.in_proj()
+        x_t = x.transpose(0, 1)  # (T,B,D): the functional form is sequence-first
+        out, _ = F.multi_head_attention_forward(
+            x_t, x_t, x_t, self.d_model, self.n_heads, weight, bias, None, None, False, 0.0,
+            self.out_proj.weight, self.out_proj.bias, training=True, need_weights=False, attn_mask=causal)
+        return out.transpose(0, 1)
+
+
+class FeedForward(nn.Module):
+    """fc2(gelu(fc1(x))), GELU the exact (erf) form as torch.nn.TransformerEncoderLayer's "gelu"."""
+
+    def __init__(self, d_model, d_ff):
+        super().__init__()
+        self.fc1 = nn.Linear(d_model, d_ff)
+        self.fc2 = nn.Linear(d_ff, d_model)
+
+    def forward(self, x):
+        return self.fc2(F.gelu(self.fc1(x)))
+
+
+class PreLNCausalBlock(nn.Module):
+    """One decoder-only block, the pre-LN encoder layer given a causal mask:
+        x = x + self_attn(norm1(x));  x = x + ffn(norm2(x))
+    as torch.nn.TransformerEncoderLayer(norm_first=True) computes it (decoder_only_case checks)."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        D = cfg["d_model"]
+        self.self_attn = GroupedQueryAttention(D, cfg["n_heads"], cfg["n_kv_heads"])
+        self.ffn = FeedForward(D, cfg["d_ff"])
+        self.norm1 = nn.LayerNorm(D)
+        self.norm2 = nn.LayerNorm(D)
+
+    def forward(self, x, causal):
+        x = x + self.self_attn(self.norm1(x), causal)
+        return x + self.ffn(self.norm2(x))
+
+
+class TorchDecoderOnly(nn.Module):
+    """The decoder-only LM as Scratchformer's DecoderOnlyTransformer computes it:
+        x      = E[ids] * sqrt(D) + PE[0:T]                     (dropout 0)
+        h      = final LayerNorm(N pre-LN causal blocks(x))     (position t sees 0..t; no padding
+                 mask: padding sits at the end of a row, after every token that counts)
+        logits = h @ E^T                                        (the LM head tied to the embedding)
+    Its module names are Scratchformer's parameter names (embed.weight, layers.0.self_attn.q_proj.
+    weight, layers.0.ffn.fc1.bias, layers.0.norm1.weight, norm.bias, ...)."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        self.cfg = cfg
+        self.embed = nn.Embedding(cfg["tgt_vocab"], cfg["d_model"], padding_idx=cfg["pad_id"])
+        self.layers = nn.ModuleList([PreLNCausalBlock(cfg) for _ in range(cfg["decoder_layers"])])
+        self.norm = nn.LayerNorm(cfg["d_model"])
+        self.register_buffer("pe", sinusoidal_table(cfg["max_len"], cfg["d_model"]))
+
+    def embed_tokens(self, ids):
+        """ids (B,T) -> (B,T,D)"""
+        D = self.cfg["d_model"]
+        return self.embed(ids) * math.sqrt(D) + self.pe[: ids.shape[1]].to(self.embed.weight.dtype)
+
+    def forward(self, ids):
+        """ids (B,T) int64 -> logits (B,T,V)"""
+        T = ids.shape[1]
+        causal = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)  # True = not allowed
+        h = self.embed_tokens(ids)
+        for layer in self.layers:
+            h = layer(h, causal)
+        return self.norm(h) @ self.embed.weight.t()
+
+
+def logits_through_torch_layers(model, ids):
+    """The same logits with every block replaced by torch.nn.TransformerEncoderLayer(norm_first=
+    True) carrying the equivalent multi-head weights: checks PreLNCausalBlock (residuals, norm
+    placement, GELU) and the k/v head grouping against PyTorch's own layer."""
+    cfg = model.cfg
+    T = ids.shape[1]
+    causal = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+    h = model.embed_tokens(ids)
+    for block in model.layers:
+        layer = nn.TransformerEncoderLayer(cfg["d_model"], cfg["n_heads"], cfg["d_ff"], dropout=0.0,
+                                           activation="gelu", batch_first=True, norm_first=True)
+        layer.to(h.dtype)
+        with torch.no_grad():
+            weight, bias = block.self_attn.in_proj()
+            layer.self_attn.in_proj_weight.copy_(weight)
+            layer.self_attn.in_proj_bias.copy_(bias)
+            for ours, theirs in [(block.self_attn.out_proj, layer.self_attn.out_proj), (block.ffn.fc1, layer.linear1),
+                                 (block.ffn.fc2, layer.linear2), (block.norm1, layer.norm1),
+                                 (block.norm2, layer.norm2)]:
+                theirs.weight.copy_(ours.weight)
+                theirs.bias.copy_(ours.bias)
+        h = layer(h, src_mask=causal)
+    return model.norm(h) @ model.embed.weight.t()
+
+
+def lm_loss(model, cfg, tgt_in, tgt_out):
+    """-> logits (B,T,V) and the label-smoothed cross-entropy (0-d), after backward()."""
+    logits = model(tgt_in)  # (B,T,V)
+    return logits, smoothed_cross_entropy_backward(logits, tgt_out, cfg)
+
+
+def decoder_only_case():
+    case = "decoder_only_lm"
+    cfg = {"arch": "decoder-only", "tgt_vocab": 13, "d_model": 16, "n_heads": 4, "n_kv_heads": 2, "d_ff": 32,
+           "decoder_layers": 2, "dropout": 0.0, "attention_dropout": 0.0, "activation": "gelu",
+           "norm": "layernorm", "norm_position": "pre", "positional": "sinusoidal", "max_len": 16,
+           "pad_id": 0, "bos_id": 2, "label_smoothing": 0.1}
+    torch.manual_seed(7)
+    model = TorchDecoderOnly(cfg)
+    model.train()  # dropout is 0; as in seq2seq_case
+    randomise_(model)
+    D, pad = cfg["d_model"], cfg["pad_id"]
+    with torch.no_grad():
+        model.embed.weight.copy_(f32_randn(*model.embed.weight.shape) / math.sqrt(D))  # N(0, 1/D), as nn/init.h
+        model.embed.weight[pad].zero_()
+    model32 = copy.deepcopy(model)  # float32, for the tolerance measurement below
+    model.double()
+
+    # make_lm_batch's rows (data/tasks.h): tgt_in = <s> x..,  tgt_out = x.. </s>, padded with 0 at
+    # the end. Tokens: 0 pad, 2 <s>, 3 </s>, 4.. words. x = (5 9 4 11 7), (8 12 6), (10 4 4 9):
+    # rows 1 and 2 are padded; a padded position's target is pad, ignored by the loss.
+    tgt_in = torch.tensor([[2, 5, 9, 4, 11, 7], [2, 8, 12, 6, 0, 0], [2, 10, 4, 4, 9, 0]], dtype=torch.int64)  # (B,T)
+    tgt_out = torch.tensor([[5, 9, 4, 11, 7, 3], [8, 12, 6, 3, 0, 0], [10, 4, 4, 9, 3, 0]], dtype=torch.int64)  # (B,T)
+    assert tgt_in.max() < cfg["tgt_vocab"] and tgt_out.max() < cfg["tgt_vocab"]
+
+    logits, loss = lm_loss(model, cfg, tgt_in, tgt_out)
+    with torch.no_grad():
+        through_layers = logits_through_torch_layers(model, tgt_in)
+    gap = (through_layers - logits).abs().max().item()
+    assert gap < 1e-12 * logits.abs().max().item(), f"blocks differ from TransformerEncoderLayer by {gap:.3g}"
+    w, g = weights_and_grads(model)
+    tensors = [("tgt_in", tgt_in), ("tgt_out", tgt_out)] + w
+    tensors += [("logits", logits.detach()), ("loss", loss.detach())] + g
+    meta = common_metadata(case)
+    meta.update({k: (str(v).lower() if isinstance(v, bool) else v) for k, v in cfg.items()})
+    meta["loss"] = "cross_entropy(logits, tgt_out, ignore_index=pad_id, label_smoothing)"
+    save_safetensors(os.path.join(OUT_DIR, case + ".safetensors"), tensors, meta)
+    print(f"  torch.nn.TransformerEncoderLayer blocks give the same logits to {gap:.3g}")
+
+    logits32, loss32 = lm_loss(model32, cfg, tgt_in, tgt_out)
+    _, g32 = weights_and_grads(model32)
+    got = dict([("logits", logits32.detach()), ("loss", loss32.detach())] + g32)
+    err, key = worst_relative_error(got, dict(tensors))
+    print(f"  PyTorch float32 vs these references: largest relative error {err:.3g} ({key})")
+
+
+# Every case by name, in the order a full run writes them.
+CASES = {
+    "attention_self": lambda: attention_case("attention_self", seed=1, t_q=5, t_k=5, cross=False, causal=False),
+    "attention_cross": lambda: attention_case("attention_cross", seed=2, t_q=4, t_k=6, cross=True, causal=False),
+    "attention_causal": lambda: attention_case("attention_causal", seed=3, t_q=5, t_k=5, cross=False, causal=True),
+    "layer_norm": layer_norm_case,
+    "seq2seq_pre_ln": lambda: seq2seq_case("seq2seq_pre_ln", 5, {}),
+    "seq2seq_post_ln": lambda: seq2seq_case("seq2seq_post_ln", 6, {"norm_position": "post", "activation": "gelu",
+                                                                   "tgt_vocab": 13, "share_embeddings": False,
+                                                                   "tie_output": False}),
+    "decoder_only_lm": decoder_only_case,
+}
+
+
+def main(argv):
+    """argv: case names (none: every case). Each case seeds torch itself, so one case alone writes
+    the same file as a full run."""
+    unknown = [name for name in argv if name not in CASES]
+    if unknown:
+        print(f"make_reference.py: unknown case {', '.join(unknown)}; expected some of {', '.join(CASES)}",
+              file=sys.stderr)
+        return 2
     torch.set_num_threads(1)  # deterministic summation order
     os.makedirs(OUT_DIR, exist_ok=True)
-    attention_case("attention_self", seed=1, t_q=5, t_k=5, cross=False, causal=False)
-    attention_case("attention_cross", seed=2, t_q=4, t_k=6, cross=True, causal=False)
-    attention_case("attention_causal", seed=3, t_q=5, t_k=5, cross=False, causal=True)
-    layer_norm_case()
-    seq2seq_case("seq2seq_pre_ln", 5, {})
-    seq2seq_case("seq2seq_post_ln", 6, {"norm_position": "post", "activation": "gelu", "tgt_vocab": 13,
-                                             "share_embeddings": False, "tie_output": False})
+    for name in argv or list(CASES):
+        CASES[name]()
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -22,6 +22,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <span>
 #include <sstream>
 
 namespace sf::train {
@@ -32,7 +33,9 @@ namespace fs = std::filesystem;
 const std::vector<std::string> kSections{"model", "data", "train", "run"};
 const std::vector<std::string> kActivations{"relu", "gelu", "swiglu"};
 const std::vector<std::string> kNorms{"layernorm", "rmsnorm"};
-const std::vector<std::string> kArchs{"encoder-decoder"};
+const std::vector<std::string> kArchs{"encoder-decoder", "decoder-only", "encoder-only"};
+const std::vector<std::string> kTasks{"translation", "lm", "mlm", "classify"};
+const std::vector<std::string> kPoolings{"mean", "cls"};
 const std::vector<std::string> kNormPositions{"pre", "post"};
 const std::vector<std::string> kPositionals{"sinusoidal", "learned", "rope", "alibi"};
 const std::vector<std::string> kAttentions{"plain", "tiled"};
@@ -40,7 +43,7 @@ const std::vector<std::string> kTokenizerTypes{"unigram", "bpe"};
 const std::vector<std::string> kBleuTokenizers{"13a", "zh"};
 const std::vector<std::string> kOptimizers{"adam", "adamw", "sgd"};
 const std::vector<std::string> kSchedules{"noam", "cosine", "constant"};
-const std::vector<std::string> kBestMetrics{"bleu", "loss"};
+const std::vector<std::string> kBestMetrics{"bleu", "loss", "accuracy"};
 
 enum class Need { Optional, Required };
 
@@ -49,6 +52,7 @@ enum class Need { Optional, Required };
 // Calls v.section(name) before each section's keys, then one call per key:
 //   v.integer / v.floating / v.boolean (key, field)
 //   v.choice (key, field, accepted values)     a string that must be one of the values
+//   v.text   (key, field)                      any string
 //   v.path   (key, field, Need)                a string path, resolved against the config's folder
 // C is Config (reading) or const Config (writing and listing).
 template <class C, class V>
@@ -73,14 +77,21 @@ void visit_fields(C& c, V& v) {
   v.boolean("share_embeddings", c.model.share_embeddings);
   v.boolean("tie_output", c.model.tie_output);
   v.integer("max_len", c.model.max_len);
+  v.choice("pooling", c.model.pooling, kPoolings);
 
   v.section("data");
-  v.path("train_src", c.data.train_src, Need::Required);
-  v.path("train_tgt", c.data.train_tgt, Need::Required);
-  v.path("valid_src", c.data.valid_src, Need::Required);
-  v.path("valid_tgt", c.data.valid_tgt, Need::Required);
+  v.choice("task", c.data.task, kTasks);
+  // which of the files are required depends on the task: checked in validate_task()
+  v.path("train_src", c.data.train_src, Need::Optional);
+  v.path("train_tgt", c.data.train_tgt, Need::Optional);
+  v.path("valid_src", c.data.valid_src, Need::Optional);
+  v.path("valid_tgt", c.data.valid_tgt, Need::Optional);
   v.path("test_src", c.data.test_src, Need::Optional);
   v.path("test_tgt", c.data.test_tgt, Need::Optional);
+  v.path("train_file", c.data.train_file, Need::Optional);
+  v.path("valid_file", c.data.valid_file, Need::Optional);
+  v.path("test_file", c.data.test_file, Need::Optional);
+  v.text("labels", c.data.labels);
   v.integer("tokenizer_vocab_size", c.data.tokenizer_vocab_size);
   v.choice("tokenizer_type", c.data.tokenizer_type, kTokenizerTypes);
   v.boolean("joint_tokenizer", c.data.joint_tokenizer);
@@ -215,7 +226,7 @@ std::string trim(const std::string& s) {
 
 // ---- the table of known keys ----
 
-enum class Kind { Integer, Float, Bool, Choice, Path };
+enum class Kind { Integer, Float, Bool, Choice, Text, Path };
 
 struct KeyInfo {
   std::string section, key;
@@ -232,6 +243,7 @@ struct KeyLister {
   void choice(const char* key, const std::string&, const std::vector<std::string>&) {
     keys.push_back({current, key, Kind::Choice});
   }
+  void text(const char* key, const std::string&) { keys.push_back({current, key, Kind::Text}); }
   void path(const char* key, const std::string&, Need) { keys.push_back({current, key, Kind::Path}); }
 };
 
@@ -389,7 +401,7 @@ void apply_override(const std::string& file, const std::string& text, toml::valu
     return toml::find(toml::parse(in, origin), "v");
   };
   toml::value value;
-  const bool wants_string = info->kind == Kind::Choice || info->kind == Kind::Path;
+  const bool wants_string = info->kind == Kind::Choice || info->kind == Kind::Text || info->kind == Kind::Path;
   try {
     value = parse_value(rhs);
   } catch (const std::exception&) {
@@ -464,6 +476,12 @@ struct FieldReader {
       fail(*v, key, "expected one of " + join(accepted, ", ") + ", got \"" + s + "\"");
     field = s;
   }
+  void text(const char* key, std::string& field) {
+    const toml::value* v = find(key);
+    if (!v) return;
+    if (!v->is_string()) wrong_type(*v, key, "a string");
+    field = v->as_string().str;
+  }
   void path(const char* key, std::string& field, Need need) {
     const toml::value* v = find(key);
     if (!v) {
@@ -521,6 +539,60 @@ struct Checker {
   }
 };
 
+// The architecture each task trains ("translation": either generating one).
+const char* arch_for_task(const std::string& task) {
+  if (task == "lm") return "decoder-only";
+  if (task == "mlm" || task == "classify") return "encoder-only";
+  return "encoder-decoder";
+}
+
+// data.task against model.arch, the files each task reads, its labels and its best metric.
+void validate_task(const Config& c, const Checker& check) {
+  const DataSection& d = c.data;
+  const std::string& task = d.task;
+  const bool translation = task == "translation";
+  const bool fits = translation ? c.model.arch != "encoder-only" : c.model.arch == arch_for_task(task);
+  check.require(fits, "data", "task",
+                "task \"" + task + "\" trains " + (translation ? "an encoder-decoder or a decoder-only" : arch_for_task(task)) +
+                    " model, but model.arch is \"" + c.model.arch + "\" (set model.arch = \"" + arch_for_task(task) + "\")");
+  const std::pair<const char*, const std::string*> paired[] = {{"train_src", &d.train_src}, {"train_tgt", &d.train_tgt},
+                                                               {"valid_src", &d.valid_src}, {"valid_tgt", &d.valid_tgt},
+                                                               {"test_src", &d.test_src},   {"test_tgt", &d.test_tgt}};
+  const std::pair<const char*, const std::string*> single[] = {
+      {"train_file", &d.train_file}, {"valid_file", &d.valid_file}, {"test_file", &d.test_file}};
+  const std::span<const std::pair<const char*, const std::string*>> required =
+      translation ? std::span<const std::pair<const char*, const std::string*>>(paired).first(4)
+                  : std::span<const std::pair<const char*, const std::string*>>(single).first(2);
+  for (const auto& [key, value] : required)
+    check.require(!value->empty(), "data", key,
+                  "required key is missing for data.task = \"" + task + "\" (add it under [data])");
+  // a file of the other kind is a mistake (it would be ignored): say which keys the task reads
+  const std::span<const std::pair<const char*, const std::string*>> unread =
+      translation ? std::span<const std::pair<const char*, const std::string*>>(single)
+                  : std::span<const std::pair<const char*, const std::string*>>(paired);
+  for (const auto& [key, value] : unread)
+    check.require(value->empty(), "data", key,
+                  "data.task = \"" + task + "\" reads " +
+                      (translation ? "train_src, train_tgt, valid_src, valid_tgt (test_src, test_tgt)"
+                                   : "train_file, valid_file (test_file)") + ", not " + key);
+  const auto labels = class_labels(d);
+  check.require(task != "classify" || labels.size() >= 2, "data", "labels",
+                "classify needs at least two class names, comma-separated (e.g. \"mismatch,match\"), got \"" + d.labels + "\"");
+  for (std::size_t i = 0; i < labels.size(); ++i)
+    check.require(!labels[i].empty() && std::count(labels.begin(), labels.end(), labels[i]) == 1, "data", "labels",
+                  "class names must be non-empty and different, got \"" + d.labels + "\"");
+  check.require(task == "classify" || d.labels.empty(), "data", "labels", "only data.task = \"classify\" has labels");
+  check.require(c.model.arch != "decoder-only" || !translation || d.joint_tokenizer, "data", "joint_tokenizer",
+                "a decoder-only model reads source and target as one sequence, so it needs one vocabulary: "
+                "set data.joint_tokenizer = true");
+  const std::string& metric = c.train.best_metric;
+  const bool metric_fits = metric == "loss" || (metric == "bleu" && translation) ||
+                           (metric == "accuracy" && (task == "mlm" || task == "classify"));
+  check.require(metric_fits, "train", "best_metric",
+                "\"" + metric + "\" is not measured by data.task = \"" + task + "\": use " +
+                    (translation ? "\"bleu\" or \"loss\"" : task == "lm" ? "\"loss\"" : "\"accuracy\" or \"loss\""));
+}
+
 void validate(const Config& c, const Checker& check) {
   const ModelSection& m = c.model;
   check.positive(m.d_model, "model", "d_model");
@@ -555,6 +627,7 @@ void validate(const Config& c, const Checker& check) {
   check.non_negative(d.max_valid_sentences, "data", "max_valid_sentences", "= all");
   check.require(d.test_src.empty() == d.test_tgt.empty(), "data", d.test_src.empty() ? "test_tgt" : "test_src",
                 "test_src and test_tgt go together: set both or neither");
+  validate_task(c, check);
 
   const TrainSection& t = c.train;
   check.require(t.seed >= 0, "train", "seed", "expected an integer >= 0, got " + std::to_string(t.seed));
@@ -598,10 +671,23 @@ struct FieldWriter {
   void floating(const char* key, double x) { line(key, format_double(x)); }
   void boolean(const char* key, bool x) { line(key, x ? "true" : "false"); }
   void choice(const char* key, const std::string& s, const std::vector<std::string>&) { line(key, quote_toml(s)); }
+  void text(const char* key, const std::string& s) { line(key, quote_toml(s)); }
   void path(const char* key, const std::string& s, Need) { line(key, quote_toml(s)); }
 };
 
 }  // namespace
+
+std::vector<std::string> class_labels(const DataSection& data) {
+  std::vector<std::string> out;
+  if (data.labels.empty()) return out;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t comma = data.labels.find(',', start);
+    out.push_back(trim(data.labels.substr(start, comma == std::string::npos ? std::string::npos : comma - start)));
+    if (comma == std::string::npos) return out;
+    start = comma + 1;
+  }
+}
 
 Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
   std::error_code ec;

@@ -38,7 +38,10 @@ struct ConfigError : std::runtime_error {
 // [model]: the encoder-decoder Transformer.
 struct ModelSection {
   std::string arch = "encoder-decoder";  // the architecture (nn/model.h): "encoder-decoder" (a
-                                         // bidirectional encoder, a causal decoder cross-attending to it)
+                                         // bidirectional encoder, a causal decoder cross-attending to
+                                         // it; translation) | "decoder-only" (one causal stack of
+                                         // decoder_layers; lm, prompted translation) | "encoder-only"
+                                         // (one bidirectional stack of encoder_layers; mlm, classify)
   std::int64_t d_model = 256;          // model width D (embedding and residual stream), e.g. 256 or 512
   std::int64_t n_heads = 4;            // attention heads H; D must be divisible by H (head width D/H), e.g. 8
   std::int64_t n_kv_heads = 0;         // key/value heads for grouped-query attention; 0 = n_heads (plain
@@ -59,18 +62,32 @@ struct ModelSection {
   bool share_embeddings = true;        // one embedding table for source and target (needs a joint tokenizer)
   bool tie_output = true;              // output projection reuses the target embedding matrix
   std::int64_t max_len = 256;          // longest sequence in tokens (size of learned/sinusoidal tables)
+  std::string pooling = "mean";        // encoder-only classification: the sentence vector is "mean" (the
+                                       // average over non-padding tokens) | "cls" (the first token, <cls>)
 
   bool operator==(const ModelSection&) const = default;
 };
 
 // [data]: corpora, tokenizer and batching. Paths are absolute once loaded (see the top of the file).
 struct DataSection {
-  std::string train_src;               // required: training source sentences, one per line, e.g. "train.de"
-  std::string train_tgt;               // required: training target sentences, aligned with train_src
-  std::string valid_src;               // required: validation source sentences
-  std::string valid_tgt;               // required: validation target (reference) sentences
+  std::string task = "translation";    // what is learned (train/task.h): "translation" (src -> tgt; an
+                                       // encoder-decoder, or a decoder-only model reading <s> src <sep>) |
+                                       // "lm" (next token, decoder-only) | "mlm" (masked tokens, BERT's
+                                       // recipe, encoder-only) | "classify" (a label per line, encoder-only)
+  // translation reads the four paired files below; lm, mlm and classify read train_file,
+  // valid_file (and test_file), one example per line
+  std::string train_src;               // translation, required: training source sentences, e.g. "train.de"
+  std::string train_tgt;               // translation, required: training target sentences, aligned with train_src
+  std::string valid_src;               // translation, required: validation source sentences
+  std::string valid_tgt;               // translation, required: validation target (reference) sentences
   std::string test_src;                // optional test source ("" = no test set)
   std::string test_tgt;                // optional test reference ("" = no test set)
+  std::string train_file;              // lm, mlm, classify, required: one sentence per line (lm, mlm) or
+                                       // label<TAB>text or label<TAB>text_a<TAB>text_b (classify)
+  std::string valid_file;              // lm, mlm, classify, required: the held-out lines, same form
+  std::string test_file;               // lm, mlm, classify, optional ("" = no test set)
+  std::string labels;                  // classify, required: the class names in order, comma-separated,
+                                       // e.g. "mismatch,match" (class 0, class 1)
   std::int64_t tokenizer_vocab_size = 8000;  // SentencePiece vocabulary size, e.g. 8000 for Multi30k
   std::string tokenizer_type = "unigram";    // SentencePiece model: "unigram" | "bpe"
   bool joint_tokenizer = true;         // one tokenizer trained on both languages (else one per side)
@@ -104,7 +121,8 @@ struct TrainSection {
   std::int64_t log_every = 100;        // steps between training-loss lines in metrics.tsv
   std::int64_t valid_every = 1000;     // steps between validations (loss and BLEU)
   std::int64_t patience = 0;           // stop after this many validations without improvement; 0 = off
-  std::string best_metric = "bleu";    // what checkpoint-best.safetensors maximises: "bleu" | "loss" (minimised)
+  std::string best_metric = "bleu";    // what checkpoint-best.safetensors keeps the best of: "bleu" (translation)
+                                       // | "loss" (minimised) | "accuracy" (mlm, classify)
   std::int64_t valid_beam = 1;         // beam size for validation BLEU; 1 = greedy (fastest)
   std::int64_t max_nonfinite = 5;      // consecutive steps with a NaN/inf loss skipped before giving up
   double min_lr = 0.0;                 // floor of the learning rate (end of the cosine schedule), >= 0
@@ -137,6 +155,9 @@ struct Config {
     return model == other.model && data == other.data && train == other.train && run == other.run;
   }
 };
+
+// data.labels split at the commas, trimmed: the class names, class i the i-th ({} when unset).
+std::vector<std::string> class_labels(const DataSection& data);
 
 // Reads the TOML file at `path`, applies `overrides` ("section.key=value", as given to --set, in
 // order, later ones winning), checks every key and value, and resolves the paths. Throws

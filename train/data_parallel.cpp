@@ -8,18 +8,12 @@ namespace sf::train {
 
 DataParallel::DataParallel() : rank_(rank()), world_(world_size()) {}
 
-double DataParallel::take_shard(data::Batch& batch, const EncodedSplit& split) const {
+double DataParallel::take_shard(data::Batch& batch, const MakeBatch& make) const {
   if (world_ == 1) return 1.0;
   const std::int64_t global_tokens = batch.tgt_tokens;
-  std::vector<const std::vector<std::int64_t>*> src, tgt;
   std::vector<std::int64_t> indices;
-  for (std::int64_t row = rank_; row < batch.rows(); row += world_) {
-    const auto i = static_cast<std::size_t>(batch.indices[static_cast<std::size_t>(row)]);
-    src.push_back(&split.src[i]);
-    tgt.push_back(&split.tgt[i]);
-    indices.push_back(batch.indices[static_cast<std::size_t>(row)]);
-  }
-  batch = indices.empty() ? data::Batch{} : data::make_batch(src, tgt, indices);
+  for (std::int64_t row = rank_; row < batch.rows(); row += world_) indices.push_back(batch.indices[static_cast<std::size_t>(row)]);
+  batch = indices.empty() ? data::Batch{} : make(indices);
   return static_cast<double>(batch.tgt_tokens) / static_cast<double>(global_tokens);
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "autograd/generator.h"
@@ -21,10 +22,12 @@ class DataParallel {
 
   // Replaces the global batch by this rank's rows r, r + n, r + 2n, ... (strided, so every rank
   // gets short and long pairs alike: the batcher sorts a batch's rows by length), rebuilt from
-  // `split` so its padding fits its own rows; empty with more ranks than rows. Returns the
-  // shard's share of the global batch's target tokens (1 in a single process): the loss is
-  // scaled by it, so the ranks' summed losses and gradients are one process's mean.
-  double take_shard(data::Batch& batch, const EncodedSplit& split) const;
+  // its rows' indices by `make` (the task's batch of those rows) so its padding fits its own
+  // rows; empty with more ranks than rows. Returns the shard's share of the global batch's
+  // target tokens (1 in a single process): the loss is scaled by it, so the ranks' summed
+  // losses and gradients are one process's mean.
+  using MakeBatch = std::function<data::Batch(const std::vector<std::int64_t>& indices)>;
+  double take_shard(data::Batch& batch, const MakeBatch& make) const;
 
   // Adds up the ranks' gradients (one MPI_Allreduce over a flat buffer) and the step's losses;
   // from here on every rank holds the same numbers. Alone: nothing.

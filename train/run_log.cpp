@@ -33,7 +33,8 @@ MetricsFile::MetricsFile(const fs::path& path, bool enabled) {
 }
 
 void MetricsFile::row(std::int64_t step, std::int64_t epoch, const char* kind, double loss, double nll, double lr,
-                      double tokens_per_s, double grad_norm, double bleu, double elapsed, double allreduce_share) {
+                      double tokens_per_s, double grad_norm, double bleu, double elapsed, double allreduce_share,
+                      double accuracy) {
   if (!out_.is_open()) return;
   auto num = [](double v) {
     if (std::isnan(v)) return std::string("");
@@ -43,7 +44,8 @@ void MetricsFile::row(std::int64_t step, std::int64_t epoch, const char* kind, d
   };
   out_ << step << "\t" << epoch << "\t" << kind << "\t" << num(loss) << "\t" << num(nll) << "\t"
        << num(std::isnan(nll) ? NAN : std::exp(nll)) << "\t" << num(lr) << "\t" << num(tokens_per_s) << "\t"
-       << num(grad_norm) << "\t" << num(bleu) << "\t" << num(elapsed) << "\t" << num(allreduce_share) << "\n";
+       << num(grad_norm) << "\t" << num(bleu) << "\t" << num(elapsed) << "\t" << num(allreduce_share) << "\t"
+       << num(accuracy) << "\n";
   out_.flush();
 }
 

@@ -18,14 +18,16 @@ std::string format_duration(double seconds);
 class MetricsFile {
  public:
   static constexpr const char* kHeader =
-      "step\tepoch\tkind\tloss\tnll\tppl\tlr\ttokens_per_s\tgrad_norm\tbleu\telapsed_s\tallreduce_share";
+      "step\tepoch\tkind\tloss\tnll\tppl\tlr\ttokens_per_s\tgrad_norm\tbleu\telapsed_s\tallreduce_share\taccuracy";
   // Appends to `path` (writing the header into a new or empty file). enabled false (ranks other
   // than 0 in data-parallel training): writes nothing.
   explicit MetricsFile(const std::filesystem::path& path, bool enabled = true);
   // One row; NaN fields are left empty. ppl is exp(nll). allreduce_share (data-parallel): the
-  // share of the wall time spent in the gradient allreduce.
+  // share of the wall time spent in the gradient allreduce. accuracy (mlm, classify): the share
+  // of correct predictions in validation and test.
   void row(std::int64_t step, std::int64_t epoch, const char* kind, double loss, double nll, double lr,
-           double tokens_per_s, double grad_norm, double bleu, double elapsed, double allreduce_share = NAN);
+           double tokens_per_s, double grad_norm, double bleu, double elapsed, double allreduce_share = NAN,
+           double accuracy = NAN);
 
  private:
   std::ofstream out_;

@@ -10,13 +10,17 @@
 #include "nn/feed_forward.h"
 #include "train/checkpoint.h"
 #include "train/safetensors.h"
+#include "train/task.h"
 
 namespace sf::train {
 
 namespace fs = std::filesystem;
 
-nn::ModelConfig model_config_from(const ModelSection& m, std::int64_t src_vocab, std::int64_t tgt_vocab) {
+nn::ModelConfig model_config_from(const ModelSection& m, std::int64_t src_vocab, std::int64_t tgt_vocab,
+                                  std::int64_t num_classes) {
   nn::ModelConfig c;
+  c.num_classes = num_classes;
+  c.pooling = m.pooling == "cls" ? nn::Pooling::Cls : nn::Pooling::Mean;
   c.src_vocab = src_vocab;
   c.tgt_vocab = tgt_vocab;
   c.d_model = m.d_model;
@@ -41,12 +45,26 @@ nn::ModelConfig model_config_from(const ModelSection& m, std::int64_t src_vocab,
   return c;
 }
 
+nn::ModelConfig model_config_from(const Config& cfg, std::int64_t src_vocab, std::int64_t tgt_vocab) {
+  const auto classes = cfg.data.task == "classify" ? static_cast<std::int64_t>(class_labels(cfg.data).size()) : 0;
+  return model_config_from(cfg.model, src_vocab, tgt_vocab, classes);
+}
+
 Tokenizers load_or_train_tokenizers(const Config& cfg, std::uint64_t seed) {
   const fs::path dir(cfg.run.dir);
   const int vocab = static_cast<int>(cfg.data.tokenizer_vocab_size);
+  const std::vector<std::string> symbols = task_symbols(cfg);
+  if (cfg.data.task != "translation") {
+    const std::string model = (dir / "spm.model").string();
+    if (fs::exists(model)) return {data::Tokenizer::load(model), data::Tokenizer::load(model)};
+    const std::string text = tokenizer_text_file(cfg);  // classify: the text columns of the TSV
+    auto t = data::Tokenizer::train({text}, model, vocab, cfg.data.tokenizer_type, seed, symbols);
+    if (text != cfg.data.train_file) fs::remove(text);
+    return {t, t};
+  }
   if (cfg.data.joint_tokenizer) {
     auto t = data::Tokenizer::load_or_train({cfg.data.train_src, cfg.data.train_tgt}, (dir / "spm.model").string(), vocab,
-                                            cfg.data.tokenizer_type, seed);
+                                            cfg.data.tokenizer_type, seed, symbols);
     return {t, t};
   }
   return {data::Tokenizer::load_or_train({cfg.data.train_src}, (dir / "spm.src.model").string(), vocab,
@@ -57,7 +75,7 @@ Tokenizers load_or_train_tokenizers(const Config& cfg, std::uint64_t seed) {
 
 Tokenizers load_tokenizers(const Config& cfg, const std::string& run_dir) {
   const fs::path dir(run_dir);
-  if (cfg.data.joint_tokenizer) {
+  if (cfg.data.joint_tokenizer || cfg.data.task != "translation") {
     auto t = data::Tokenizer::load((dir / "spm.model").string());
     return {t, t};
   }
@@ -99,7 +117,7 @@ InferenceModel load_inference_model(const std::string& checkpoint_path) {
                           " but the checkpoint was trained with " + std::to_string(ck.src_vocab) + "/" +
                           std::to_string(ck.tgt_vocab));
   im.init_gen = std::make_unique<Generator>(0);
-  im.model = nn::make_model(model_config_from(im.config.model, ck.src_vocab, ck.tgt_vocab), *im.init_gen);
+  im.model = nn::make_model(model_config_from(im.config, ck.src_vocab, ck.tgt_vocab), *im.init_gen);
   try {
     check_checkpoint_dtypes(ck, *im.model, checkpoint_path);
     im.model->load_state_dict(ck.model);

@@ -11,11 +11,17 @@
 
 namespace sf::train {
 
-// [model] section + vocabulary sizes -> the nn layer's ModelConfig (validated).
-nn::ModelConfig model_config_from(const ModelSection& m, std::int64_t src_vocab, std::int64_t tgt_vocab);
+// [model] section + vocabulary sizes -> the nn layer's ModelConfig (validated). num_classes: the
+// classifier's classes (data.task = "classify"), 0 for every other head.
+nn::ModelConfig model_config_from(const ModelSection& m, std::int64_t src_vocab, std::int64_t tgt_vocab,
+                                  std::int64_t num_classes = 0);
+// The same for a whole config: the classes are data.labels' when the task classifies.
+nn::ModelConfig model_config_from(const Config& cfg, std::int64_t src_vocab, std::int64_t tgt_vocab);
 
 using data::Tokenizers;  // the run's source and target tokenizers (data/tokenizer.h)
-// Loads the run's tokenizers, training them on the training corpus first if they do not exist.
+// Loads the run's tokenizers, training them on the training corpus first if they do not exist
+// (with the symbols the task needs, train/task.h). lm, mlm and classify have one (spm.model),
+// held in both fields.
 Tokenizers load_or_train_tokenizers(const Config& cfg, std::uint64_t seed);
 // Loads the tokenizers that sit beside a checkpoint (its directory is the run directory).
 Tokenizers load_tokenizers(const Config& cfg, const std::string& run_dir);

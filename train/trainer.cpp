@@ -25,6 +25,7 @@
 #include "train/run_log.h"
 #include "train/schedule.h"
 #include "train/setup.h"
+#include "train/task.h"
 #include "train/training_data.h"
 
 namespace sf::train {
@@ -113,6 +114,7 @@ struct TrainingRun {
   std::string config_toml;  // the effective config, saved in run.dir and in every checkpoint
   Progress progress;
   std::unique_ptr<Tokenizers> tok;  // set by load_data
+  std::unique_ptr<TaskBatches> task;  // data.task: how examples become batches (train/task.h)
   EncodedSplit train_split, valid_split;
   std::unique_ptr<data::Batcher> batcher;
   std::unique_ptr<nn::Model> model;
@@ -170,11 +172,12 @@ void load_data(TrainingRun& run) {
   run.progress.line("tokenizer: vocabulary " + std::to_string(tok.src.vocab_size()) +
                     (cfg.data.joint_tokenizer ? " (joint, " + tok.src.model_path() + ")"
                                               : " (source) / " + std::to_string(tok.tgt.vocab_size()) + " (target)"));
-  run.train_split = load_split(cfg.data.train_src, cfg.data.train_tgt, tok, cfg.data.max_tokens, "train", run.progress);
-  run.valid_split = load_split(cfg.data.valid_src, cfg.data.valid_tgt, tok, cfg.model.max_len - 2, "valid", run.progress);
+  run.task = std::make_unique<TaskBatches>(cfg, tok);
+  run.train_split = load_task_split(cfg, tok, "train", run.progress);
+  run.valid_split = load_task_split(cfg, tok, "valid", run.progress);
   truncate_split(run.valid_split, cfg.data.max_valid_sentences);
   run.batcher = std::make_unique<data::Batcher>(run.train_split.src, run.train_split.tgt, cfg.data.batch_tokens,
-                                                static_cast<std::uint64_t>(cfg.train.seed), true);
+                                                static_cast<std::uint64_t>(cfg.train.seed), true, run.task->rows());
   run.valid_decode.beam = cfg.train.valid_beam;
 }
 
@@ -182,7 +185,7 @@ void load_data(TrainingRun& run) {
 void build_model(TrainingRun& run) {
   const Config& cfg = run.cfg;
   Generator init_gen(static_cast<std::uint64_t>(cfg.train.seed));
-  run.model = nn::make_model(model_config_from(cfg.model, run.tok->src.vocab_size(), run.tok->tgt.vocab_size()), init_gen);
+  run.model = nn::make_model(model_config_from(cfg, run.tok->src.vocab_size(), run.tok->tgt.vocab_size()), init_gen);
   run.optimizer = make_optimizer(cfg.train, run.model->named_parameters());
   const std::int64_t checkpoint_bytes = run.model->parameter_count() * 4 * 3;  // weights + Adam's m and v
   if (is_main()) check_run_dir(run.dir, checkpoint_bytes, cfg.run.keep_checkpoints);
@@ -243,25 +246,53 @@ void save(TrainingRun& run, const fs::path& path) {
   save_checkpoint(path.string(), *run.model, run.optimizer.get(), run.st, run.config_toml, src_vocab, tgt_vocab);
 }
 
-// Loss, perplexity and BLEU on the valid split; saves checkpoint-best when it improved and
-// checkpoint-last always. Returns true when patience ran out.
+// The valid split's loss and perplexity, and what the task measures besides (BLEU, accuracy).
+struct Validation {
+  TaskMetrics metrics;
+  double bleu = NAN;
+  // what checkpoint-best keeps the best of (larger is better)
+  double score(const std::string& best_metric) const {
+    if (best_metric == "bleu") return bleu;
+    if (best_metric == "accuracy") return metrics.accuracy;
+    return -metrics.nll;
+  }
+};
+
+Validation measure_valid(TrainingRun& run) {
+  const Config& cfg = run.cfg;
+  Validation v;
+  v.metrics = evaluate_task(*run.model, *run.task, run.valid_split, cfg.data.batch_tokens, cfg.train.label_smoothing);
+  if (cfg.data.task == "translation")
+    v.bleu = evaluate_bleu(*run.model, *run.tok, run.valid_split.src, run.valid_split.tgt_text, run.valid_decode,
+                           cfg.data.bleu_tokenize).score;
+  run.model->train();
+  return v;
+}
+
+// "loss 2.104 nll 1.874 ppl 6.52 BLEU 31.20" / "... accuracy 61.3%"
+std::string describe_metrics(const TaskMetrics& m, double bleu) {
+  std::ostringstream os;
+  os << "loss " << std::fixed << std::setprecision(3) << m.loss << " nll " << m.nll << " ppl " << std::setprecision(2)
+     << std::exp(m.nll);
+  if (!std::isnan(bleu)) os << " BLEU " << bleu;
+  if (!std::isnan(m.accuracy)) os << " accuracy " << std::setprecision(1) << 100 * m.accuracy << "%";
+  return os.str();
+}
+
+// Loss, perplexity and BLEU or accuracy on the valid split; saves checkpoint-best when it
+// improved and checkpoint-last always. Returns true when patience ran out.
 bool validate(TrainingRun& run) {
   const auto t0 = Clock::now();
   const Config& cfg = run.cfg;
-  const LossResult vl = evaluate_loss(*run.model, run.valid_split.src, run.valid_split.tgt, cfg.data.batch_tokens,
-                                      cfg.train.label_smoothing);
-  const BleuResult bleu = evaluate_bleu(*run.model, *run.tok, run.valid_split.src, run.valid_split.tgt_text,
-                                        run.valid_decode, cfg.data.bleu_tokenize);
-  run.model->train();
+  const Validation v = measure_valid(run);
   TrainingState& st = run.st;
-  const double metric = cfg.train.best_metric == "bleu" ? bleu.score : -vl.nll;
+  const double metric = v.score(cfg.train.best_metric);
   const bool improved = !st.has_best || metric > st.best_metric;
-  std::ostringstream os;
-  os << "valid step " << st.step << ": loss " << std::fixed << std::setprecision(3) << vl.loss << " nll " << vl.nll
-     << " ppl " << std::setprecision(2) << std::exp(vl.nll) << " BLEU " << bleu.score << " ("
-     << format_duration(std::chrono::duration<double>(Clock::now() - t0).count()) << ")" << (improved ? " *best*" : "");
-  run.progress.line(os.str());
-  run.metrics->row(st.step, run.epoch(), "valid", vl.loss, vl.nll, NAN, NAN, NAN, bleu.score, st.elapsed_seconds);
+  run.progress.line("valid step " + std::to_string(st.step) + ": " + describe_metrics(v.metrics, v.bleu) + " (" +
+                    format_duration(std::chrono::duration<double>(Clock::now() - t0).count()) + ")" +
+                    (improved ? " *best*" : ""));
+  run.metrics->row(st.step, run.epoch(), "valid", v.metrics.loss, v.metrics.nll, NAN, NAN, NAN, v.bleu, st.elapsed_seconds,
+                   NAN, v.metrics.accuracy);
   if (improved) {
     st.best_metric = metric;
     st.has_best = true;
@@ -276,19 +307,24 @@ bool validate(TrainingRun& run) {
 
 // ---- one step --------------------------------------------------------------------------------
 
-// The next training batch; at the end of an epoch the first of the next, unless train.max_epochs
-// is reached (then false).
-bool next_batch(TrainingRun& run, data::Batch& batch) {
-  if (run.batcher->next(batch)) return true;
-  if (run.cfg.train.max_epochs > 0 && run.epoch() >= run.cfg.train.max_epochs) return false;
-  return run.batcher->next(batch);
+// The next training batch of the task (train/task.h); at the end of an epoch the first of the
+// next, unless train.max_epochs is reached (then false). `epoch` receives the batch's epoch.
+bool next_batch(TrainingRun& run, data::Batch& batch, std::int64_t& epoch) {
+  std::vector<std::int64_t> indices;
+  if (!run.batcher->next_indices(indices)) {
+    if (run.cfg.train.max_epochs > 0 && run.epoch() >= run.cfg.train.max_epochs) return false;
+    if (!run.batcher->next_indices(indices)) return false;
+  }
+  epoch = run.epoch();
+  batch = run.task->make(run.train_split, indices, epoch);
+  return true;
 }
 
 // logits: (B,T,V), targets: (B,T) -> () the label-smoothed cross-entropy per target token,
 // scaled by this rank's share of the batch and divided over the accumulated micro-batches.
 Tensor step_loss(const TrainingRun& run, const Tensor& logits, const Tensor& targets, double share) {
   const std::int64_t V = logits.size(-1);
-  Tensor loss = cross_entropy(logits.reshape({-1, V}), targets.reshape({-1}), data::kPadId, run.cfg.train.label_smoothing);
+  Tensor loss = cross_entropy(logits.reshape({-1, V}), targets.reshape({-1}), run.task->ignore_index(), run.cfg.train.label_smoothing);
   if (share != 1.0) loss = mul(loss, share);
   if (run.cfg.train.accum_steps > 1) loss = div(loss, static_cast<double>(run.cfg.train.accum_steps));
   return loss;
@@ -298,7 +334,7 @@ Tensor step_loss(const TrainingRun& run, const Tensor& logits, const Tensor& tar
 double unsmoothed_nll(const TrainingRun& run, const Tensor& logits, const Tensor& targets, double share) {
   NoGradGuard no_grad;
   const std::int64_t V = logits.size(-1);
-  return cross_entropy(logits.reshape({-1, V}).detach(), targets.reshape({-1}), data::kPadId, 0.0).item() * share /
+  return cross_entropy(logits.reshape({-1, V}).detach(), targets.reshape({-1}), run.task->ignore_index(), 0.0).item() * share /
          static_cast<double>(run.cfg.train.accum_steps);
 }
 
@@ -322,9 +358,12 @@ StepResult train_step(TrainingRun& run, bool with_nll) {
   const std::int64_t session_step = run.st.step - run.start_step, step = run.st.step + 1;
   for (std::int64_t micro = 0; micro < run.cfg.train.accum_steps; ++micro) {
     data::Batch batch;
-    if (!next_batch(run, batch)) return r.epoch_limit = true, r;
+    std::int64_t epoch = 0;
+    if (!next_batch(run, batch, epoch)) return r.epoch_limit = true, r;
     r.tokens += batch.tgt_tokens;                                         // the global batch
-    const double share = run.parallel.take_shard(batch, run.train_split);  // this rank's rows
+    const double share = run.parallel.take_shard(batch, [&](const std::vector<std::int64_t>& rows) {
+      return run.task->make(run.train_split, rows, epoch);                // this rank's rows
+    });
     if (batch.rows() == 0) continue;  // more ranks than rows: this rank adds zero gradients
     StepHooks* hooks = hooks_for(run, micro);
     if (hooks) hooks->before_forward(*run.model, session_step, step);
@@ -423,17 +462,26 @@ int stop_on_signal(TrainingRun& run) {
   return 128 + sig;
 }
 
-// Test BLEU with the best checkpoint, and a few samples.
+// The test split with the best checkpoint: BLEU and a few sample translations, or the task's
+// loss, perplexity and accuracy.
 void final_test(TrainingRun& run) {
   const Config& cfg = run.cfg;
-  if (cfg.data.test_src.empty() || cfg.data.test_tgt.empty()) return;
+  if (!has_test_split(cfg)) return;
   const bool best = fs::exists(run.best_path);
   if (best) run.model->load_state_dict(load_checkpoint(run.best_path.string()).model);
-  EncodedSplit test = load_split(cfg.data.test_src, cfg.data.test_tgt, *run.tok, cfg.model.max_len - 2, "test", run.progress);
+  const std::string weights = best ? "checkpoint-best" : "last weights";
+  EncodedSplit test = load_task_split(cfg, *run.tok, "test", run.progress);
+  if (cfg.data.task != "translation") {
+    const TaskMetrics m = evaluate_task(*run.model, *run.task, test, cfg.data.batch_tokens, cfg.train.label_smoothing);
+    run.progress.line("test (" + weights + "): " + describe_metrics(m, NAN));
+    run.metrics->row(run.st.step, run.epoch(), "test", m.loss, m.nll, NAN, NAN, NAN, NAN, run.st.elapsed_seconds, NAN,
+                     m.accuracy);
+    return;
+  }
   std::vector<std::string> hyps;
   const BleuResult bleu =
       evaluate_bleu(*run.model, *run.tok, test.src, test.tgt_text, run.valid_decode, cfg.data.bleu_tokenize, &hyps);
-  run.progress.line("test (" + std::string(best ? "checkpoint-best" : "last weights") + "): " + format_bleu(bleu));
+  run.progress.line("test (" + weights + "): " + format_bleu(bleu));
   for (std::size_t i = 0; i < std::min<std::size_t>(5, hyps.size()); ++i)
     run.progress.line("  src: " + test.src_text[i] + "\n  ref: " + test.tgt_text[i] + "\n  hyp: " + hyps[i]);
   run.metrics->row(run.st.step, run.epoch(), "test", NAN, NAN, NAN, NAN, NAN, bleu.score, run.st.elapsed_seconds);

@@ -69,15 +69,31 @@ std::int64_t max_target_length(const nn::Model& model, std::int64_t src_len, con
   return std::clamp<std::int64_t>(n, 1, model.config().max_len - 1);
 }
 
-// Each sentence's maximum output length (max_target_length of its source length); `longest`
-// receives the largest, the number of decoding steps the batch may need.
-static std::vector<std::int64_t> length_limits(const nn::Model& model, const Tensor& src, const DecodeOptions& opt,
-                                        std::int64_t& longest) {
+// Each sentence's maximum output length (max_target_length of its source length, and no more
+// than the positions left after what the state holds: a decoder-only prompt takes some);
+// `longest` receives the largest, the number of decoding steps the batch may need.
+static std::vector<std::int64_t> length_limits(const nn::Model& model, const Tensor& src, const nn::DecodeState& state,
+                                               const DecodeOptions& opt, std::int64_t& longest) {
   const auto lens = source_lengths(src, model.config().pad_id);
+  const std::int64_t room = std::max<std::int64_t>(1, model.config().max_len - 1 - state.length());
   std::vector<std::int64_t> limit(lens.size());
   longest = 0;
-  for (std::size_t b = 0; b < lens.size(); ++b) longest = std::max(longest, limit[b] = max_target_length(model, lens[b], opt));
+  for (std::size_t b = 0; b < lens.size(); ++b)
+    longest = std::max(longest, limit[b] = std::min(room, max_target_length(model, lens[b], opt)));
   return limit;
+}
+
+// What each row's decoding continues: the encoder-decoder's BOS (first_tokens), or a decoder-only
+// model's whole prompt (decode_prefix reads the whole sequence). Generated tokens follow it.
+static std::vector<std::vector<std::int64_t>> start_prefixes(const nn::Model& model, const Tensor& src,
+                                                             const nn::DecodeState& state) {
+  const bool whole_prompt = model.config().arch == nn::Arch::DecoderOnly;
+  const Tensor start = whole_prompt ? src : state.first_tokens();  // (B,L)
+  const std::int64_t B = start.size(0), L = start.size(1);
+  const auto ids = start.contiguous().to_vector<std::int64_t>();
+  std::vector<std::vector<std::int64_t>> prefixes(B);
+  for (std::int64_t b = 0; b < B; ++b) prefixes[b].assign(ids.begin() + b * L, ids.begin() + (b + 1) * L);
+  return prefixes;
 }
 
 Tensor pad_batch(const std::vector<std::vector<std::int64_t>>& seqs, std::int64_t pad_id) {
@@ -94,11 +110,10 @@ std::vector<std::vector<std::int64_t>> greedy_decode(const nn::Model& model, con
                                                      const DecodeOptions& opt) {
   NoGradGuard no_grad;
   const std::int64_t B = src.size(0), pad = model.config().pad_id;
-  std::int64_t longest = 0;
-  const auto limit = length_limits(model, src, opt, longest);
-
   const auto state = model.start_decoding(src);  // prefill: the encoder reads the source once
-  std::vector<std::vector<std::int64_t>> prefixes(B, std::vector<std::int64_t>{kBos});
+  std::int64_t longest = 0;
+  const auto limit = length_limits(model, src, *state, opt, longest);
+  std::vector<std::vector<std::int64_t>> prefixes = start_prefixes(model, src, *state);
   std::vector<std::vector<std::int64_t>> out(B);
   std::vector<bool> done(B, false);
   for (std::int64_t t = 0; t < longest; ++t) {
@@ -140,13 +155,19 @@ struct Finished {
 // The search so far: B sentences of K beams each.
 struct Beams {
   std::int64_t B, K;
-  std::vector<std::vector<std::int64_t>> prefixes;  // B*K: BOS + the tokens of each beam
+  std::vector<std::vector<std::int64_t>> prefixes;  // B*K: BOS (or the prompt) + the tokens of each beam
+  std::int64_t start;                               // the length of BOS or the prompt
   std::vector<double> scores;                       // B*K: total log-probability (-inf: no beam)
   std::vector<std::vector<Finished>> finished;      // B: the hypotheses that ended
   std::vector<bool> done;                           // B
-  Beams(std::int64_t b, std::int64_t k)
-      : B(b), K(k), prefixes(b * k, std::vector<std::int64_t>{kBos}), scores(b * k, kNegInf), finished(b), done(b, false) {
-    for (std::int64_t s = 0; s < B; ++s) scores[s * K] = 0.0;  // step 0: only beam 0 is real
+  // starts: each sentence's start_prefixes row (all of one length)
+  Beams(const std::vector<std::vector<std::int64_t>>& starts, std::int64_t k)
+      : B(static_cast<std::int64_t>(starts.size())), K(k), start(static_cast<std::int64_t>(starts[0].size())),
+        scores(B * k, kNegInf), finished(B), done(B, false) {
+    for (std::int64_t s = 0; s < B; ++s) {
+      for (std::int64_t j = 0; j < K; ++j) prefixes.push_back(starts[s]);
+      scores[s * K] = 0.0;  // step 0: only beam 0 is real
+    }
   }
 };
 
@@ -176,7 +197,7 @@ void extend_sentence(Beams& beams, NextBeams& next, std::int64_t b, const std::v
     const auto [total, row, v] = cand[i];
     if (v == kEos) {
       if (static_cast<std::int64_t>(i) < K)
-        beams.finished[b].push_back({total / norm, {beams.prefixes[row].begin() + 1, beams.prefixes[row].end()}});
+        beams.finished[b].push_back({total / norm, {beams.prefixes[row].begin() + beams.start, beams.prefixes[row].end()}});
       continue;
     }
     next.from_row[b * K + alive] = row, next.token[b * K + alive] = v, next.scores[b * K + alive] = total;
@@ -185,7 +206,7 @@ void extend_sentence(Beams& beams, NextBeams& next, std::int64_t b, const std::v
   if (out_of_length) {  // the alive beams finish as they are
     for (std::int64_t k = 0; k < alive; ++k) {
       const auto& prefix = beams.prefixes[next.from_row[b * K + k]];
-      std::vector<std::int64_t> toks(prefix.begin() + 1, prefix.end());
+      std::vector<std::int64_t> toks(prefix.begin() + beams.start, prefix.end());
       toks.push_back(next.token[b * K + k]);
       beams.finished[b].push_back({next.scores[b * K + k] / norm, std::move(toks)});
     }
@@ -225,12 +246,11 @@ std::vector<std::vector<std::int64_t>> beam_search(const nn::Model& model, const
   NoGradGuard no_grad;
   const std::int64_t B = src.size(0), K = opt.beam, pad = model.config().pad_id;
   if (K < 1) throw std::invalid_argument("beam_search: beam must be >= 1, got " + std::to_string(K));
-  std::int64_t longest = 0;
-  const auto limit = length_limits(model, src, opt, longest);
-
   const auto state = model.start_decoding(src);  // prefill: the encoder reads the source once
+  std::int64_t longest = 0;
+  const auto limit = length_limits(model, src, *state, opt, longest);
+  Beams beams(start_prefixes(model, src, *state), K);
   state->repeat_rows(K);                          // K beams per sentence: rows (B*K, ...)
-  Beams beams(B, K);
   for (std::int64_t t = 0; t < longest; ++t) {
     Tensor logits = next_logits(model, *state, beams.prefixes, opt.use_cache);  // (B*K, V)
     const std::int64_t V = logits.size(1);

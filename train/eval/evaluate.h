@@ -32,7 +32,11 @@ BleuResult evaluate_bleu(nn::Model& model, const Tokenizers& tok,
                          const DecodeOptions& options, const std::string& bleu_tokenize,
                          std::vector<std::string>* hypotheses = nullptr);
 
-// Translates token-id sources, returning detokenized text in the original order.
+// A decoder-only model's translation prompt: <s> source <sep> (the tokenizer's <sep>).
+std::vector<std::int64_t> translation_prompt(const Tokenizers& tok, const std::vector<std::int64_t>& src);
+
+// Translates token-id sources, returning detokenized text in the original order: the
+// encoder-decoder reads each source, a decoder-only model continues translation_prompt().
 std::vector<std::string> translate_all(const nn::Model& model, const Tokenizers& tok,
                                        const std::vector<std::vector<std::int64_t>>& src, const DecodeOptions& options,
                                        std::int64_t sentences_per_batch = 64);

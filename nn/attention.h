@@ -60,6 +60,10 @@ struct KVCache {
   bool is_static = false;  // cross-attention: filled once (prefill) and reused
   std::int64_t length() const { return k.defined() ? k.size(2) : 0; }  // T_cached
   void reset() { k = Tensor(); v = Tensor(); }  // empty it (keeps is_static)
+  // Bytes the cached keys and values take: 2 * B * Hkv * T_cached * Dh * element size.
+  std::int64_t bytes() const {
+    return k.defined() ? (k.numel() + v.numel()) * static_cast<std::int64_t>(dtype_size(k.dtype())) : 0;
+  }
 };
 
 // How positions enter the attention layer (beyond what the embeddings already carry).

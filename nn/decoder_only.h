@@ -43,6 +43,11 @@ struct DecoderOnlyState : DecodeState {
   Tensor first_tokens() const override { return first; }
   void repeat_rows(std::int64_t times) override;
   void reorder(const Tensor& batch_indices) override;  // any rows: nothing is shared
+  std::int64_t cache_bytes() const override {
+    std::int64_t bytes = 0;
+    for (const KVCache& layer : layers) bytes += layer.bytes();
+    return bytes;
+  }
 };
 
 class DecoderOnlyTransformer : public Model {

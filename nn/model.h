@@ -52,6 +52,9 @@ class DecodeState {
   // on. Only rows that read the same source may be exchanged (the beams of one sentence): what
   // was computed from the source once per row stays where it is.
   virtual void reorder(const Tensor& batch_indices) = 0;
+  // Bytes of every cached key and value (self-attention, and cross-attention's projected
+  // encoder output): the memory decoding holds and each step reads.
+  virtual std::int64_t cache_bytes() const = 0;
 };
 
 class Model : public Module {

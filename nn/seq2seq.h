@@ -63,6 +63,11 @@ struct EncoderDecoderState : DecodeState {
   Tensor first_tokens() const override { return bos; }
   void repeat_rows(std::int64_t times) override;  // memory, mask, BOS (and cache) rows, each `times` times
   void reorder(const Tensor& batch_indices) override { cache.reorder(batch_indices); }
+  std::int64_t cache_bytes() const override {
+    std::int64_t bytes = 0;
+    for (const LayerCache& layer : cache.layers) bytes += layer.self.bytes() + layer.cross.bytes();
+    return bytes;
+  }
 };
 
 class Seq2SeqTransformer : public Model {

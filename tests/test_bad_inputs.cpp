@@ -404,7 +404,7 @@ TEST_CASE("command lines with missing malformed or unknown options exit 2 with o
       {"translate --checkpoint " + x + " --length-penalty much", {"--length-penalty", "much"}},
       {"translate --checkpoint", {"--checkpoint"}},
       {"translate --checkpoint " + x + " extra-word", {"extra-word"}},
-      {"eval --checkpoint " + x + " --src a", {"--ref", "required"}},
+      {"eval --checkpoint " + x + " --src a", {"--ref", "requires"}},
       {"eval --checkpoint " + x + " --src a --ref b --beam 0", {"--beam"}},
       {"bleu --ref a --tokenize intl", {"--tokenize", "intl"}},
       {"train --config a.toml --resume=maybe", {"--resume"}},

@@ -2,7 +2,9 @@
 //   the FLOP count of a tiny model against a hand computation; the list of sgemm calls of a
 //   training step adds up to that count and equals, call for call, what a real training step
 //   hands to cblas_sgemm (recorded by the wrapper below); run_bench on a tiny model prints a
-//   table and a JSON line holding every field (the same fields tools/bench_pytorch.py prints).
+//   table and a JSON line holding every field (the same fields tools/bench_pytorch.py prints);
+//   --generation (train/bench/generation_bench.h) on a tiny decoder-only model prints a row per
+//   prompt length, and its KV-cache bytes and FLOPs follow the lecture's formulas.
 //
 // The recording: this file defines cblas_sgemm, so in the train_tests program every call
 // (sf::matmul's included) reaches this wrapper first; it notes the call's shape while a test
@@ -22,6 +24,7 @@
 #include <iostream>
 #include <iterator>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -32,8 +35,10 @@
 #include "nn/seq2seq.h"
 #include "test_util.h"
 #include "train/bench/bench.h"
+#include "train/bench/generation_bench.h"
 #include "train/config.h"
 #include "train/optim.h"
+#include "train/setup.h"
 
 using namespace sf;
 
@@ -359,4 +364,121 @@ TEST_CASE("bench scaling prints a row per length and tiled needs less memory tha
     CHECK(std::count(only.begin(), only.end(), '\n') == 1);
     CHECK(nlohmann::json::parse(only)["rows"].size() == 6);
   }
+}
+
+// ---- --generation: prefill against decode ----------------------------------------------------
+
+namespace {
+
+// configs/lm-en.toml shrunk: L 2, D 16, H 4, Hkv 2 (Dh 4), F 32, V 50, RoPE (no position table),
+// pre-LN LayerNorm, max_len 40.
+train::Config tiny_lm_config(const fs::path& run_dir) {
+  return train::load_config(kSourceDir + "/configs/lm-en.toml",
+                            {"run.dir=" + run_dir.string(), "model.d_model=16", "model.n_heads=4", "model.n_kv_heads=2",
+                             "model.d_ff=32", "model.decoder_layers=2", "model.max_len=40",
+                             "data.tokenizer_vocab_size=50"});
+}
+
+// The lines of `out` that are rows of a --generation table: 15 numbers, the first one P.
+std::vector<std::vector<std::string>> generation_table_rows(const std::string& out) {
+  std::istringstream lines(out);
+  std::vector<std::vector<std::string>> rows;
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream words(line);
+    std::vector<std::string> w{std::istream_iterator<std::string>(words), std::istream_iterator<std::string>()};
+    if (w.size() == 15 && std::all_of(w.begin(), w.end(), [](const std::string& s) {
+          return s.find_first_not_of("0123456789.") == std::string::npos;
+        }))
+      rows.push_back(w);
+  }
+  return rows;
+}
+
+}  // namespace
+
+TEST_CASE("bench generation flop and byte formulas of a tiny decoder-only model equal a hand computation",
+          "[bench][flops][cache]") {
+  TempDir tmp;
+  const train::Config cfg = tiny_lm_config(tmp.path);
+  const nn::ModelConfig m = train::model_config_from(cfg.model, 50, 50);
+  Generator gen(1);
+  const std::unique_ptr<nn::Model> model = nn::make_model(m, gen);
+  // a layer: q, out 16*16 + 16 = 272 each, k, v 16*8 + 8 = 136 each; fc1 16*32 + 32 = 544, fc2
+  // 32*16 + 16 = 528; two LayerNorms 2 * 32 -> 1952. Two layers and the final norm (32): N = 3936.
+  const train::GenerationParams p = train::generation_params(*model);
+  CHECK(p.non_embedding == 3936);
+  CHECK(p.head == 50 * 16);  // the embedding table, the LM head
+  CHECK(p.total == 3936 + 800);
+  // prefill of P 8 (n 7) at B 1: 2 N n + 4 L n^2 D = 2*3936*7 + 4*2*49*16 = 55104 + 6272
+  CHECK(train::prefill_flops(m, p, 1, 8) == 61376);  // integers far below 2^53: exact
+  CHECK(train::prefill_flops(m, p, 3, 8) == 3 * 61376);
+  // a decode step reading T 8 keys: 2 (N + V D) + 4 L T D = 2*4736 + 4*2*8*16 = 9472 + 1024
+  CHECK(train::decode_step_flops(m, p, 1, 8) == 10496);
+  // 2 L B Hkv T Dh 4 = 2*2*1*2*10*4*4
+  CHECK(train::kv_cache_bytes(m, 1, 10) == 1280);
+}
+
+TEST_CASE("bench generation prints a row per prompt length and the KV cache holds the formula's bytes",
+          "[bench][cache]") {
+  TempDir tmp;
+  const train::Config cfg = tiny_lm_config(tmp.path);
+  train::BenchOptions opt;
+  opt.steps = 2;
+  opt.warmup = 1;
+  opt.prompt_lengths = {4, 8, 16, 64};  // 64 > max_len 40 - 4 decode steps: skipped
+  opt.generation_batches = {1, 3};
+  opt.generation_tokens = 4;
+  const std::vector<std::int64_t> measured{4, 8, 16};
+
+  const std::string out = capture_stdout([&] { REQUIRE(train::run_generation_bench(cfg, opt) == 0); });
+  CHECK_THAT(out, Catch::Contains("skipped   P 64"));
+  CHECK_THAT(out, Catch::Contains("prefill / decode GFLOP/s at B 3"));
+  const auto table = generation_table_rows(out);
+  REQUIRE(table.size() == 2 * measured.size());  // two batch sizes, a row per P
+  for (std::size_t i = 0; i < table.size(); ++i) CHECK(table[i][0] == std::to_string(measured[i % measured.size()]));
+
+  const std::string last_line = out.substr(out.rfind('\n', out.size() - 2) + 1);
+  const nlohmann::json j = nlohmann::json::parse(last_line);
+  CHECK(j["mode"] == "generation");
+  CHECK(j["arch_overridden"] == false);
+  CHECK(j["skipped_prompt_lengths"] == nlohmann::json::array({64}));
+  REQUIRE(j["rows"].size() == 2 * measured.size());
+  for (std::size_t i = 0; i < j["rows"].size(); ++i) {
+    const auto& r = j["rows"][i];
+    const std::int64_t B = i < measured.size() ? 1 : 3, P = measured[i % measured.size()];
+    INFO("B " << B << ", P " << P);
+    CHECK(r["B"] == B);
+    CHECK(r["P"] == P);
+    // after the 4 steps the cache holds T = P - 1 + 4 positions: 2 L B Hkv T Dh 4 bytes, L 2, Hkv 2, Dh 4
+    const std::int64_t expected = 2 * 2 * B * 2 * (P - 1 + 4) * 4 * 4;
+    CHECK(r["kv_bytes_formula"] == expected);
+    CHECK(r["kv_bytes_allocated"] == expected);
+    CHECK(r["prefill_flops"].get<double>() > 0);
+    CHECK(r["decode_flops"].get<double>() > 0);
+    CHECK(r["decode_bytes"].get<double>() > 0);
+    if (i % measured.size() > 0) CHECK(r["prefill_flops"].get<double>() > j["rows"][i - 1]["prefill_flops"].get<double>());
+  }
+
+  {  // --json prints one line
+    opt.json_only = true;
+    const std::string only = capture_stdout([&] { train::run_generation_bench(cfg, opt); });
+    CHECK(std::count(only.begin(), only.end(), '\n') == 1);
+    CHECK(nlohmann::json::parse(only)["rows"].size() == 2 * measured.size());
+  }
+}
+
+TEST_CASE("bench generation builds another arch as decoder-only and says so", "[bench]") {
+  TempDir tmp;
+  const train::Config cfg = train::load_config(kSourceDir + "/configs/reverse.toml", {"run.dir=" + tmp.path.string()});
+  train::BenchOptions opt;
+  opt.steps = 1;
+  opt.warmup = 0;
+  opt.prompt_lengths = {4};
+  opt.generation_batches = {1};
+  opt.generation_tokens = 2;
+  const std::string out = capture_stdout([&] { REQUIRE(train::run_generation_bench(cfg, opt) == 0); });
+  CHECK_THAT(out, Catch::Contains("model.arch is encoder-decoder: built as decoder-only"));
+  const nlohmann::json j = nlohmann::json::parse(out.substr(out.rfind('\n', out.size() - 2) + 1));
+  CHECK(j["arch_overridden"] == true);
+  CHECK(j["rows"].size() == 1);
 }

@@ -16,15 +16,13 @@ std::vector<std::string> task_symbols(const Config& cfg) {
   return {};
 }
 
-void require_task(const Config& cfg, const std::string& checkpoint, const std::string& command, const std::string& task,
-                  const char* needed_arch) {
-  const bool arch_ok = cfg.model.arch == needed_arch;
-  const bool task_ok = task.empty() || cfg.data.task == task;
-  if (arch_ok && task_ok) return;
-  throw std::invalid_argument(command + " needs " + (std::string(needed_arch) == "encoder-only" ? "an " : "a ") + needed_arch +
-                              " model" + (task.empty() ? "" : " trained with data.task = \"" + task + "\"") + ", but " +
-                              checkpoint + " holds " + (cfg.model.arch == "encoder-only" ? "an " : "a ") + cfg.model.arch +
-                              " model (data.task = \"" + cfg.data.task + "\")");
+void require_model(const Config& cfg, const std::string& checkpoint, const std::string& command, bool fits,
+                   const std::string& needed) {
+  if (fits) return;
+  const std::string& arch = cfg.model.arch;
+  throw std::invalid_argument(command + " needs " + needed + ", but " + checkpoint + " holds " +
+                              (arch == "encoder-only" || arch == "encoder-decoder" ? "an " : "a ") + arch +
+                              " model trained with data.task = \"" + cfg.data.task + "\"");
 }
 
 TaskBatches::TaskBatches(const Config& cfg, const Tokenizers& tok)

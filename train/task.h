@@ -37,12 +37,12 @@ using data::Tokenizers;
 // (an encoder-decoder's vocabulary is what it always was).
 std::vector<std::string> task_symbols(const Config& cfg);
 
-// The architecture a command needs, checked against a checkpoint's model.arch: when they differ,
-// throws std::invalid_argument with one line naming both, e.g. "fill-mask needs an encoder-only
-// model (trained with data.task = "mlm"), but runs/lm-en/checkpoint-best.safetensors holds a
-// decoder-only model (data.task = "lm")".
-void require_task(const Config& cfg, const std::string& checkpoint, const std::string& command, const std::string& task,
-                  const char* needed_arch);
+// A command that does not fit a checkpoint's model: when `fits` is false, throws
+// std::invalid_argument with one line naming what the command needs and what the checkpoint
+// holds, e.g. "fill-mask needs an encoder-only model trained with data.task = "mlm", but
+// runs/lm-en/checkpoint-best.safetensors holds a decoder-only model trained with data.task = "lm"".
+void require_model(const Config& cfg, const std::string& checkpoint, const std::string& command, bool fits,
+                   const std::string& needed);
 
 // The batches of one task, built from the rows a Batcher chose (or any rows of a split).
 class TaskBatches {

@@ -29,13 +29,14 @@
 #include "data/corpus.h"
 #include "data/tokenizer.h"
 #include "nn/feed_forward.h"
+#include "train/bench/bench_util.h"
 #include "train/eval/decode.h"
 #include "train/setup.h"
 
 namespace sf::train {
 
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
+using namespace bench_util;  // Clock, median, median_seconds, fixed, rounded, ... (bench_util.h)
 
 namespace {
 
@@ -44,27 +45,6 @@ constexpr std::int64_t kDecodeBeam = 4;      // the beam size benchmarked beside
 constexpr int kMinTimedRuns = 5;             // sgemm and floor: at least this many timed runs
 constexpr int kGemmWarmupRuns = 2;           // sgemm and floor: untimed runs first
 constexpr const char* kDecodeSourcesFile = "bench-decode-sources.txt";
-
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-// Median wall time in seconds of `runs` calls of f, after `warmup` untimed calls.
-template <class F>
-double median_seconds(F&& f, int warmup, int runs) {
-  for (int i = 0; i < warmup; ++i) f();
-  std::vector<double> times;
-  for (int i = 0; i < runs; ++i) {
-    const auto start = Clock::now();
-    f();
-    times.push_back(seconds_since(start));
-  }
-  return median(times);
-}
 
 // ---- FLOPs ---------------------------------------------------------------------------------
 
@@ -140,22 +120,6 @@ void add_feed_forward(std::vector<GemmCall>& calls, const nn::ModelConfig& m, co
 }
 
 // ---- the machine ---------------------------------------------------------------------------
-
-std::string cpu_model() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("model name", 0) == 0) {
-      const auto colon = line.find(':');
-      if (colon != std::string::npos) return line.substr(line.find_first_not_of(' ', colon + 1));
-    }
-  return "unknown";
-}
-
-double load_average_1min() {
-  double load[1] = {NAN};
-  return getloadavg(load, 1) == 1 ? load[0] : NAN;
-}
 
 // Resident memory now, in MiB (/proc/self/statm: pages).
 double rss_now_mib() {
@@ -372,20 +336,6 @@ DecodeReport run_decoding(const Config& cfg, const BenchOptions& opt) {
 
 // ---- output --------------------------------------------------------------------------------
 
-// x rounded to `digits` decimals, or null when not finite (JSON has no NaN).
-nlohmann::ordered_json rounded(double x, int digits) {
-  if (!std::isfinite(x)) return nullptr;
-  const double scale = std::pow(10.0, digits);
-  return std::round(x * scale) / scale;
-}
-
-std::string fixed(double x, int digits) {
-  if (!std::isfinite(x)) return "-";
-  std::ostringstream os;
-  os << std::fixed << std::setprecision(digits) << x;
-  return os.str();
-}
-
 }  // namespace
 
 // ---- public pieces -------------------------------------------------------------------------
@@ -466,20 +416,6 @@ double training_step(const nn::Model& model, Optimizer& optimizer, const RandomB
 // ---- the benchmark -------------------------------------------------------------------------
 
 namespace {
-
-// Throws on an option out of range; then sets the thread count (--threads, else run.threads).
-void check_options_and_set_threads(const Config& cfg, const BenchOptions& opt) {
-  if (opt.steps < 1) throw std::invalid_argument("bench: --steps must be >= 1, got " + std::to_string(opt.steps));
-  if (opt.warmup < 0) throw std::invalid_argument("bench: --warmup must be >= 0, got " + std::to_string(opt.warmup));
-  if (opt.threads < 0) throw std::invalid_argument("bench: --threads must be >= 0, got " + std::to_string(opt.threads));
-  if (opt.decode_sentences < 0)
-    throw std::invalid_argument("bench: --decode-sentences must be >= 0, got " + std::to_string(opt.decode_sentences));
-  if (opt.batch < 1 || opt.length < 1)
-    throw std::invalid_argument("bench: batch and length must be >= 1, got " + std::to_string(opt.batch) + " and " +
-                                std::to_string(opt.length));
-  if (opt.threads > 0) set_num_threads(static_cast<int>(opt.threads));
-  else if (cfg.run.threads > 0) set_num_threads(static_cast<int>(cfg.run.threads));
-}
 
 // What run_bench measured (bench.h says what and how): the JSON line and the table are
 // written from this.

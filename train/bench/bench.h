@@ -69,6 +69,11 @@
 // tensors no longer fit in cache. The model's max_len is raised to the largest T if needed
 // (sinusoidal/learned tables), and the rows use random ids without padding, as above.
 //
+// `scratchformer bench --generation` (run_generation_bench, train/bench/generation_bench.h) measures
+// generation's two phases instead, on a decoder-only model: the prefill (start_decoding on a
+// prompt of P = 16..256 tokens) against the decode steps that follow it, time, FLOPs, bytes read,
+// arithmetic intensity and the KV cache's size, at batch 1 and 8.
+//
 // Threads: --threads, else run.threads, else as the program started (all cores). On a machine
 // shared with other work a second thread can make a step several times slower (every OpenMP
 // loop waits for a thread that is not running): try --threads 1 as well.
@@ -107,6 +112,10 @@ struct BenchOptions {
   bool scaling = false;                 // --scaling: run_scaling_bench instead of run_bench
   // --scaling: the token budget of each row is batch * length (1536 for the reference)
   std::vector<std::int64_t> scaling_lengths{16, 32, 64, 128, 256};  // T of the rows, ascending
+  bool generation = false;              // --generation: run_generation_bench (generation_bench.h) instead
+  std::vector<std::int64_t> prompt_lengths{16, 32, 64, 128, 256};  // --generation: prompt length P of the rows
+  std::vector<std::int64_t> generation_batches{1, 8};             // --generation: one table per batch size B
+  std::int64_t generation_tokens = 32;  // --generation: decode steps G after each prefill (>= 1)
 };
 
 // --scaling without --steps / --warmup: a few steps per row keep the ten rows under a few minutes.

@@ -17,7 +17,10 @@
 #include "data/corpus.h"
 #include "data/tokenizer.h"
 #include "nn/attention.h"
+#include "train/run_log.h"
 #include "train/setup.h"
+#include "train/task.h"
+#include "train/training_data.h"
 
 namespace sf::train {
 
@@ -249,9 +252,126 @@ void print_counts(std::ostream& os, const Config& cfg, const LoadedBatch& lb) {
      << " of batch_tokens " << cfg.data.batch_tokens << "\n";
 }
 
+// ---- the other tasks: decoder-only translation, lm, mlm, classify (train/task.h) -------------
+
+// One batch of a task's training split, drawn as the trainer draws it.
+struct TaskBatch {
+  Tokenizers tok;
+  EncodedSplit split;
+  std::int64_t batches_per_epoch = 0;
+  data::Batch batch{};
+};
+
+TaskBatch load_task_batch(const Config& cfg, const ExplainOptions& opt, std::ostream& log) {
+  if (opt.batch < 0) throw std::invalid_argument("explain-batch: --batch must be >= 0, got " + std::to_string(opt.batch));
+  if (!fs::exists(fs::path(cfg.run.dir) / "spm.model"))
+    log << "scratchformer: no tokenizer in " << cfg.run.dir << " yet; training one on the training data (as `train` would)\n";
+  TaskBatch r{.tok = load_or_train_tokenizers(cfg, static_cast<std::uint64_t>(cfg.train.seed))};
+  Progress quiet_progress;  // its lines ("train: kept ...") go to stdout like the trainer's
+  r.split = load_task_split(cfg, r.tok, "train", quiet_progress);
+  const TaskBatches task(cfg, r.tok);
+  data::Batcher batcher(r.split.src, r.split.tgt, cfg.data.batch_tokens, static_cast<std::uint64_t>(cfg.train.seed), true,
+                        task.rows());
+  const std::int64_t K = r.batches_per_epoch = batcher.batches_per_epoch();
+  if (opt.batch >= K)
+    throw std::invalid_argument("explain-batch: --batch " + std::to_string(opt.batch) + " is past the end: epoch 0 has " +
+                                std::to_string(K) + " batches (0.." + std::to_string(K - 1) + ")");
+  std::vector<std::int64_t> indices;
+  for (std::int64_t k = 0; k <= opt.batch; ++k) batcher.next_indices(indices);
+  r.batch = task.make(r.split, indices, /*epoch=*/0);
+  return r;
+}
+
+// What one row of the task is, in words.
+const char* task_explanation(const Config& cfg) {
+  if (cfg.data.task == "translation")
+    return "Prompted translation (decoder-only): source and target are ONE causal sequence, tgt_in = <s> source <sep>\n"
+           "target. tgt_out[t] = tgt_in[t+1] where a target token (or </s>) comes next, and <pad> over the prompt:\n"
+           "the source is given, so the loss reads only the target. There is no cross-attention: the target's\n"
+           "positions see the source through the same causal self-attention.\n";
+  if (cfg.data.task == "lm")
+    return "Language modelling (decoder-only): tgt_in = <s> x_1 .. x_n, tgt_out = x_1 .. x_n </s>. Position t reads\n"
+           "x_1..x_t (the causal mask hides the rest) and is trained to predict x_{t+1}: h_t = f(x_1..x_t).\n";
+  if (cfg.data.task == "mlm")
+    return "Masked LM (encoder-only, BERT's recipe): 15% of the ordinary tokens are chosen; of those 80% become\n"
+           "<mask>, 10% a random token, 10% stay. src is what the encoder reads; tgt_out holds the original token\n"
+           "at the chosen positions and <pad> elsewhere, so the loss reads only them. No causal mask: every\n"
+           "position sees every other (padding aside), to the left and to the right.\n";
+  return "Classification (encoder-only): src = <cls> text_a [<sep> text_b]; the encoder's outputs are pooled into\n"
+         "one vector (model.pooling: the mean over the non-padding tokens, or the <cls> position) and a linear\n"
+         "layer scores the classes; tgt_out is the label, one prediction per row.\n";
+}
+
+void print_task_row(std::ostream& os, const Config& cfg, const TaskBatch& tb, std::int64_t b) {
+  const data::Batch& batch = tb.batch;
+  const auto index = static_cast<std::size_t>(batch.indices[static_cast<std::size_t>(b)]);
+  os << "\nrow " << b << " (example " << index << "): " << in_quotes(tb.split.src_text[index]);
+  if (cfg.data.task == "translation") os << " -> " << in_quotes(tb.split.tgt_text[index]);
+  if (cfg.data.task == "classify") os << " -> label " << tb.split.tgt_text[index] << " (class " << tb.split.tgt[index][0] << ")";
+  os << "\n";
+  ColumnBlock block;
+  const bool decoder = batch.tgt_in.defined();
+  const Tensor& ids = decoder ? batch.tgt_in : batch.src;
+  std::vector<std::string> positions;
+  for (std::int64_t i = 0; i < ids.size(1); ++i) positions.push_back(std::to_string(i));
+  if (decoder) {
+    block.labels = {"position", "tgt_in", "tgt_out", "padding"};
+    block.cells = {positions, row_ids_as_pieces(tb.tok.tgt, batch.tgt_in, b), row_ids_as_pieces(tb.tok.tgt, batch.tgt_out, b),
+                   mask_row(batch.tgt_pad_mask, b)};
+  } else {
+    block.labels = {"position", "src", "padding"};
+    block.cells = {positions, row_ids_as_pieces(tb.tok.src, batch.src, b), mask_row(batch.src_pad_mask, b)};
+    if (cfg.data.task == "mlm") {
+      std::vector<std::string> original;
+      for (const std::int64_t id : tb.split.src[index]) original.push_back(tb.tok.src.id_to_piece(id));
+      block.labels.insert(block.labels.begin() + 1, "original");
+      block.cells.insert(block.cells.begin() + 1, original);
+      block.labels.push_back("tgt_out");
+      block.cells.push_back(row_ids_as_pieces(tb.tok.src, batch.tgt_out, b));
+    }
+  }
+  os << block.render("  ", kLineWidth);
+}
+
+void print_task_counts(std::ostream& os, const Config& cfg, const TaskBatch& tb) {
+  const data::Batch& batch = tb.batch;
+  const bool decoder = batch.tgt_in.defined();
+  const Tensor& ids = decoder ? batch.tgt_in : batch.src;
+  const std::int64_t B = batch.rows(), L = ids.size(1);
+  const char* what = cfg.data.task == "mlm" ? "the chosen (masked) positions"
+                     : cfg.data.task == "classify" ? "one label per row"
+                     : cfg.data.task == "lm" ? "every token plus one </s> per row"
+                                             : "the target tokens plus one </s> per row, not the prompt";
+  os << "\ncounts:\n"
+     << "  rows                         " << B << "\n"
+     << "  predictions (loss)           " << batch.tgt_tokens << ": " << what << "\n"
+     << "  budget                       rows * " << (cfg.data.task == "translation" ? "(S + T + 2)" : "length") << " = " << B
+     << " * " << L << " = " << B * L << " of batch_tokens " << cfg.data.batch_tokens << "\n";
+}
+
+std::string explain_task_batch(const Config& cfg, const ExplainOptions& opt, std::ostream& log) {
+  const TaskBatch tb = load_task_batch(cfg, opt, log);
+  const data::Batch& batch = tb.batch;
+  const bool decoder = batch.tgt_in.defined();
+  const Tensor& ids = decoder ? batch.tgt_in : batch.src;
+  std::ostringstream os;
+  os << "batch " << opt.batch << " of " << tb.batches_per_epoch << " in epoch 0 of " << cfg.source_path << " (data.task "
+     << cfg.data.task << ", model.arch " << cfg.model.arch << ", seed " << cfg.train.seed << ")\n"
+     << "shapes: " << (decoder ? "tgt_in and tgt_out (" : "src (") << batch.rows() << ", " << ids.size(1) << ")"
+     << (decoder ? "" : cfg.data.task == "classify" ? ", tgt_out (" + std::to_string(batch.rows()) + ")"
+                                                     : ", tgt_out (" + std::to_string(batch.rows()) + ", " + std::to_string(ids.size(1)) + ")")
+     << "\n\n" << task_explanation(cfg);
+  const std::int64_t shown = std::min(batch.rows(), std::max<std::int64_t>(opt.rows, 0));
+  for (std::int64_t b = 0; b < shown; ++b) print_task_row(os, cfg, tb, b);
+  if (shown < batch.rows()) os << "\n(" << batch.rows() - shown << " more rows; --rows N prints more)\n";
+  print_task_counts(os, cfg, tb);
+  return os.str();
+}
+
 }  // namespace
 
 std::string explain_batch(const Config& cfg, const ExplainOptions& opt, std::ostream& log) {
+  if (cfg.data.task != "translation" || cfg.model.arch != "encoder-decoder") return explain_task_batch(cfg, opt, log);
   const LoadedBatch lb = load_batch(cfg, opt, log);
   const std::int64_t shown = std::min(lb.batch.rows(), std::max<std::int64_t>(opt.rows, 0));  // rows printed in full
   std::ostringstream os;

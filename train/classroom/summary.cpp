@@ -5,7 +5,6 @@
 #include <locale>
 #include <sstream>
 
-#include "nn/seq2seq.h"
 #include "train/setup.h"
 
 namespace sf::train {
@@ -88,64 +87,123 @@ FlopsPerToken flops_per_token(const nn::ModelConfig& m, std::int64_t length) {
   const double V = static_cast<double>(m.tgt_vocab);
   const double ffn = 2 * (2 * D * F) + (m.activation == nn::Activation::SwiGLU ? 2 * D * F : 0);
   const double attn_proj = 2 * (2 * D * D + 2 * D * kv);  // q, out: D x D; k, v: D x kv
+  const double attend = 2 * T * D + 2 * T * D;            // scores q·k over T keys, then weights·v
   FlopsPerToken f;
-  // encoder (one source token per target token: equal lengths)
-  f.projections += Le * (attn_proj + ffn);
-  f.attention += Le * (2 * T * D + 2 * T * D);  // scores q·k over T keys, then weights·v
-  // decoder: self-attention, cross-attention, feed-forward
-  f.projections += Ld * (attn_proj + attn_proj + ffn);
-  f.attention += Ld * 2 * (2 * T * D + 2 * T * D);
-  f.projections += 2 * D * V;  // output projection to the vocabulary
+  switch (m.arch) {
+    case nn::Arch::EncoderDecoder:
+      // encoder (one source token per target token: equal lengths), then the decoder's
+      // self-attention, cross-attention and feed-forward, then the output projection
+      f.projections = Le * (attn_proj + ffn) + Ld * (attn_proj + attn_proj + ffn) + 2 * D * V;
+      f.attention = Le * attend + Ld * 2 * attend;
+      break;
+    case nn::Arch::DecoderOnly:  // causal self-attention + feed-forward, then the LM head
+      f.projections = Ld * (attn_proj + ffn) + 2 * D * V;
+      f.attention = Ld * attend;  // (the kernel computes all T x T scores; the mask zeroes half)
+      break;
+    case nn::Arch::EncoderOnly:  // bidirectional layers, then the masked-LM head (or a classifier on one vector)
+      f.projections = Le * (attn_proj + ffn) + (m.num_classes > 0 ? 2 * D * static_cast<double>(m.num_classes) / T : 2 * D * V);
+      f.attention = Le * attend;
+      break;
+  }
   return f;
 }
 
+namespace {
+
+// The exact parameter counts of the parts, from the config (what the formulas approximate).
+struct PartCounts {
+  double attn, ffn, norm, enc_layer, dec_layer;
+};
+PartCounts part_counts(const nn::ModelConfig& m) {
+  const double D = static_cast<double>(m.d_model), F = static_cast<double>(m.d_ff);
+  const double kv = static_cast<double>(m.kv_heads() * m.head_dim());
+  PartCounts p;
+  p.attn = 2 * D * D + 2 * D * kv + (2 * D + 2 * kv);  // weights + biases
+  p.ffn = 2 * D * F + F + D + (m.activation == nn::Activation::SwiGLU ? D * F + F : 0);
+  p.norm = m.norm == nn::NormKind::LayerNorm ? 2 * D : D;
+  p.enc_layer = p.attn + p.ffn + 2 * p.norm;  // also a decoder-only block (causal self-attention + FFN)
+  p.dec_layer = 2 * p.attn + p.ffn + 3 * p.norm;
+  return p;
+}
+
+// The parameter section: each part beside its formula, then the total the formulas give against
+// the model's own count.
+void parameter_lines(const nn::ModelConfig& m, std::int64_t model_count, std::ostringstream& os) {
+  const double D = static_cast<double>(m.d_model), F = static_cast<double>(m.d_ff), V = static_cast<double>(m.tgt_vocab);
+  const double kv = static_cast<double>(m.kv_heads() * m.head_dim());
+  const PartCounts p = part_counts(m);
+  const bool pre = m.norm_position == nn::NormPosition::Pre, learned = m.positional == nn::PositionalKind::Learned;
+  const double Le = static_cast<double>(m.encoder_layers), Ld = static_cast<double>(m.decoder_layers);
+  const double max_len = static_cast<double>(m.max_len), C = static_cast<double>(m.num_classes);
+  double estimate = 0;
+  os << "Parameters against the lecture's formulas\n";
+  os << "  attention block   4D² = " << with_commas(4 * D * D) << "   exact " << with_commas(p.attn)
+     << (kv != D ? "  (grouped-query: 2D² + 2·D·Hkv·Dh)" : "") << "\n";
+  os << "  feed-forward      2·D·F = " << with_commas(2 * D * F) << "   exact " << with_commas(p.ffn) << "\n";
+  const char* layer_name = m.arch == nn::Arch::DecoderOnly ? "  decoder-only block 12D² = " : "  encoder layer     12D² = ";
+  os << layer_name << with_commas(12 * D * D) << " (at F = 4D)   exact " << with_commas(p.enc_layer) << "\n";
+  if (m.arch == nn::Arch::EncoderDecoder) {
+    os << "  decoder layer     16D² = " << with_commas(16 * D * D) << " (at F = 4D)   exact " << with_commas(p.dec_layer) << "\n";
+    os << "  embeddings        V·D = " << with_commas(V * D) << " x" << (m.share_embeddings ? 1 : 2)
+       << (m.tie_output ? " (output tied)" : " + output V·D") << "\n";
+    estimate = Le * p.enc_layer + Ld * p.dec_layer + V * D * (m.share_embeddings ? 1 : 2) + (m.tie_output ? 0 : V * D) +
+               (learned ? 2 * max_len * D : 0) + (pre ? 2 * p.norm : 0);
+  } else {
+    const bool classifier = m.arch == nn::Arch::EncoderOnly && m.num_classes > 0;
+    os << "  embeddings        V·D = " << with_commas(V * D) << (classifier ? "" : " (the LM head is tied to them)") << "\n";
+    if (classifier) os << "  classifier        D·C + C = " << with_commas(D * C + C) << " (C = " << m.num_classes << " classes)\n";
+    estimate = (m.arch == nn::Arch::DecoderOnly ? Ld : Le) * p.enc_layer + V * D + (learned ? max_len * D : 0) +
+               (pre ? p.norm : 0) + (classifier ? D * C + C : 0);
+  }
+  os << "  total             formula " << with_commas(estimate) << "   model " << with_commas(static_cast<double>(model_count))
+     << "\n\n";
+}
+
+// "layers 3+3" / "6 causal layers" / "4 bidirectional layers, masked-LM head"
+std::string layers_text(const nn::ModelConfig& m) {
+  if (m.arch == nn::Arch::EncoderDecoder) return "layers " + std::to_string(m.encoder_layers) + "+" + std::to_string(m.decoder_layers);
+  if (m.arch == nn::Arch::DecoderOnly) return std::to_string(m.decoder_layers) + " causal layers";
+  return std::to_string(m.encoder_layers) + " bidirectional layers, " +
+         (m.num_classes > 0 ? std::to_string(m.num_classes) + "-class classifier" : std::string("masked-LM head"));
+}
+
+void kv_cache_lines(const nn::ModelConfig& m, std::int64_t length, std::int64_t batch, std::ostringstream& os) {
+  const double Lq = static_cast<double>(length), B = static_cast<double>(batch), layers = static_cast<double>(m.decoder_layers);
+  const double self_cache = 2 * B * Lq * static_cast<double>(m.kv_heads()) * static_cast<double>(m.head_dim()) * layers * 4;
+  os << "KV cache for B = " << batch << ", L = " << length << " (float32)\n";
+  if (m.arch == nn::Arch::EncoderOnly) {
+    os << "  none: an encoder-only model reads its whole input at once and does not generate\n";
+    return;
+  }
+  os << "  " << (m.arch == nn::Arch::DecoderOnly ? "" : "decoder ") << "self-attention 2·B·L·Hkv·Dh·layers·4 bytes = "
+     << human(self_cache) << "B\n";
+  if (m.arch == nn::Arch::EncoderDecoder)
+    os << "  cross-attention (source keys/values, same size at S = L) = " << human(self_cache) << "B\n";
+}
+
+}  // namespace
+
 std::string model_summary(const Config& cfg, std::int64_t vocab, std::int64_t length, std::int64_t batch) {
   Generator gen(0);
-  const nn::ModelConfig m = model_config_from(cfg.model, vocab, vocab);
+  const nn::ModelConfig m = model_config_from(cfg, vocab, vocab);
   const std::unique_ptr<nn::Model> model = nn::make_model(m, gen);
   std::ostringstream os;
-  const double D = static_cast<double>(m.d_model), F = static_cast<double>(m.d_ff), V = static_cast<double>(vocab);
-  const double kv = static_cast<double>(m.kv_heads() * m.head_dim());
-  os << "Model from " << cfg.source_path << ": D=" << m.d_model << " H=" << m.n_heads << " Hkv=" << m.kv_heads()
-     << " Dh=" << m.head_dim() << " F=" << m.d_ff << " layers " << m.encoder_layers << "+" << m.decoder_layers
-     << " V=" << vocab << " (" << cfg.model.norm_position << "-" << cfg.model.norm << ", " << cfg.model.positional
-     << ", " << cfg.model.activation << ")\n\n";
+  os << "Model from " << cfg.source_path << ": " << cfg.model.arch << ", D=" << m.d_model << " H=" << m.n_heads
+     << " Hkv=" << m.kv_heads() << " Dh=" << m.head_dim() << " F=" << m.d_ff << " " << layers_text(m) << " V=" << vocab << " ("
+     << cfg.model.norm_position << "-" << cfg.model.norm << ", " << cfg.model.positional << ", " << cfg.model.activation << ")\n\n";
   os << module_tree(*model, "model") << "\n";
-
-  const double attn = 2 * D * D + 2 * D * kv + (2 * D + 2 * kv);  // weights + biases
-  const double ffn = 2 * D * F + F + D + (m.activation == nn::Activation::SwiGLU ? D * F + F : 0);
-  const double norm = m.norm == nn::NormKind::LayerNorm ? 2 * D : D;
-  const double enc_layer = attn + ffn + 2 * norm, dec_layer = 2 * attn + ffn + 3 * norm;
-  const double embed = V * D * (m.share_embeddings ? 1 : 2) + (m.tie_output ? 0 : V * D);
-  const double learned = m.positional == nn::PositionalKind::Learned ? 2 * static_cast<double>(m.max_len) * D : 0;
-  const double final_norms = m.norm_position == nn::NormPosition::Pre ? 2 * norm : 0;
-  const double estimate = static_cast<double>(m.encoder_layers) * enc_layer + static_cast<double>(m.decoder_layers) * dec_layer +
-                          embed + learned + final_norms;
-  os << "Parameters against the lecture's formulas\n";
-  os << "  attention block   4D² = " << with_commas(4 * D * D) << "   exact " << with_commas(attn)
-     << (kv != D ? "  (grouped-query: 2D² + 2·D·Hkv·Dh)" : "") << "\n";
-  os << "  feed-forward      2·D·F = " << with_commas(2 * D * F) << "   exact " << with_commas(ffn) << "\n";
-  os << "  encoder layer     12D² = " << with_commas(12 * D * D) << " (at F = 4D)   exact " << with_commas(enc_layer) << "\n";
-  os << "  decoder layer     16D² = " << with_commas(16 * D * D) << " (at F = 4D)   exact " << with_commas(dec_layer) << "\n";
-  os << "  embeddings        V·D = " << with_commas(V * D) << " x" << (m.share_embeddings ? 1 : 2)
-     << (m.tie_output ? " (output tied)" : " + output V·D") << "\n";
-  os << "  total             formula " << with_commas(estimate) << "   model " << with_commas(static_cast<double>(model->parameter_count()))
-     << "\n\n";
+  parameter_lines(m, model->parameter_count(), os);
 
   const FlopsPerToken f = flops_per_token(m, length);
-  os << "Forward FLOPs per target token at T = " << length << " (source and target)\n";
+  os << "Forward FLOPs per " << (m.arch == nn::Arch::EncoderDecoder ? "target token at T = " : "token at T = ") << length
+     << (m.arch == nn::Arch::EncoderDecoder ? " (source and target)\n" : "\n");
   os << "  projections (O(T·D²) per sentence)  " << human(f.projections) << "FLOP\n";
   os << "  attention   (O(T²·D) per sentence)  " << human(f.attention) << "FLOP\n";
   os << "  attention share " << std::fixed << std::setprecision(1) << 100 * f.attention / (f.attention + f.projections)
      << "%; attention overtakes the projections near T = "
      << with_commas(f.projections / (f.attention / static_cast<double>(length))) << "\n";
   os << "  training step ~ 3x forward: " << human(3 * (f.projections + f.attention)) << "FLOP per target token\n\n";
-
-  const double Lq = static_cast<double>(length), B = static_cast<double>(batch), layers = static_cast<double>(m.decoder_layers);
-  const double self_cache = 2 * B * Lq * static_cast<double>(m.kv_heads()) * static_cast<double>(m.head_dim()) * layers * 4;
-  os << "KV cache for B = " << batch << ", L = " << length << " (float32)\n";
-  os << "  decoder self-attention 2·B·L·Hkv·Dh·layers·4 bytes = " << human(self_cache) << "B\n";
-  os << "  cross-attention (source keys/values, same size at S = L) = " << human(self_cache) << "B\n";
+  kv_cache_lines(m, length, batch, os);
   return os.str();
 }
 

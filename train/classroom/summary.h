@@ -7,6 +7,9 @@
 //               and attention's scores and weighted sums, O(T²·D) per sequence
 //   KV cache    decoder keys and values kept during generation:
 //               2 × B × L × Hkv × Dh × layers × sizeof(float32)
+// for each architecture (model.arch): the encoder-decoder's encoder and decoder layers and
+// cross-attention; a decoder-only model's causal blocks (an encoder layer's shape) and tied LM
+// head; an encoder-only model's layers and its masked-LM head or classifier (no KV cache).
 #pragma once
 
 #include <cstdint>

@@ -141,16 +141,18 @@ void trace_translation(nn::Model& model, const std::vector<std::int64_t>& src_id
   model.eval();
   const auto S = static_cast<std::int64_t>(src_ids.size());
   const Tensor src = from_vector(src_ids, {1, S});  // (1,S)
-  out << "trace: the first sentence (" << S << " source tokens), encoder then greedy decoding steps with the KV cache\n"
+  out << "trace: the first sentence (" << S << " source tokens), encoder (or a decoder-only model's prefill of the prompt) "
+         "then greedy decoding steps with the KV cache\n"
       << "trace: mean, std, min and max are over the finite elements; nan and inf count the others\n\n";
   std::unique_ptr<nn::DecodeState> state;
   {
     ModuleTrace trace(model, false);
-    state = model.start_decoding(src);  // the encoder reads the source
+    state = model.start_decoding(src);  // the encoder reads the source (decoder-only: the prompt but its last token)
     trace.stop();
-    out << format_trace_table("trace translate: encoder", trace.forward_rows());
+    out << format_trace_table(model.config().arch == nn::Arch::DecoderOnly ? "trace translate: prefill" : "trace translate: encoder",
+                              trace.forward_rows());
   }
-  std::int64_t token = data::kBosId;
+  std::int64_t token = state->first_tokens().to_vector<std::int64_t>()[0];  // BOS, or the prompt's last token
   for (std::int64_t step = 1; step <= steps; ++step) {
     ModuleTrace trace(model, false);
     const Tensor logits = model.decode_step(from_vector(std::vector<std::int64_t>{token}, {1, 1}), *state);  // (1,V)

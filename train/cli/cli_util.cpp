@@ -1,5 +1,7 @@
 #include "train/cli/cli_util.h"
 
+#include "train/task.h"
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -73,6 +75,16 @@ std::vector<std::string> translate_lines(const train::InferenceModel& im, const 
   const auto hyps = train::translate_all(*im.model, *im.tokenizers, nonempty, opt);
   for (std::size_t k = 0; k < where.size(); ++k) out[where[k]] = hyps[k];
   return out;
+}
+
+void require_translation(const train::InferenceModel& im, const std::string& checkpoint, const std::string& command) {
+  train::require_model(im.config, checkpoint, command, im.config.data.task == "translation",
+                       "an encoder-decoder or decoder-only model trained with data.task = \"translation\"");
+}
+
+std::int64_t max_source_tokens(const train::InferenceModel& im) {
+  const std::int64_t max_len = im.config.model.max_len;
+  return im.config.model.arch == "decoder-only" ? max_len / 2 - 1 : max_len - 2;
 }
 
 train::DecodeOptions decode_options(const train::InferenceModel& im, std::int64_t beam, double length_penalty) {

@@ -1,11 +1,15 @@
 // `scratchformer bench --config FILE`: the training-step and decoding speed of a reference model
 // next to the BLAS floor of its matrix products; with --scaling, step time, FLOPs and memory per
-// sequence length instead (train/bench/bench.h says what is measured and how).
+// sequence length instead (train/bench/bench.h says what is measured and how); with
+// --generation, a decoder-only model's prefill against its decode steps per prompt length: time,
+// FLOPs, bytes read, arithmetic intensity, KV-cache bytes (train/bench/generation_bench.h).
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "train/bench/bench.h"
+#include "train/bench/generation_bench.h"
 #include "train/cli/commands.h"
 #include "train/config.h"
 
@@ -20,6 +24,9 @@ struct BenchArgs {
 };
 
 int run_bench(BenchArgs& a, const CLI::App& cmd) {
+  if (a.options.scaling && a.options.generation)
+    throw std::invalid_argument("bench: --scaling and --generation print different tables; pass one of them");
+  if (a.options.generation) return train::run_generation_bench(train::load_config(a.config, a.overrides), a.options);
   if (a.options.scaling) {
     // --scaling has defaults of its own for the options not given
     if (cmd.count("--steps") == 0) a.options.steps = train::kScalingSteps;
@@ -46,6 +53,9 @@ Command add_bench_command(CLI::App& app) {
   cmd->add_flag("--scaling", o.scaling,
                 "Instead: step time, FLOPs and peak tensor memory at T = 16..256 (fixed token budget), plain vs "
                 "tiled attention (default --steps 3 --warmup 1)");
+  cmd->add_flag("--generation", o.generation,
+                "Instead: a decoder-only model's prefill (median of --steps) against 32 decode steps at prompt "
+                "lengths 16..256, batch 1 and 8: ms, GFLOP/s, bytes per step, FLOP/byte, KV-cache bytes");
   return {cmd, [a, cmd] { return run_bench(*a, *cmd); }};
 }
 

@@ -1,6 +1,10 @@
-// `scratchformer eval --checkpoint FILE --src FILE --ref FILE`: translates a test set and prints
-// its corpus BLEU with the sacreBLEU signature (train/eval/bleu.h), then the teacher-forced loss,
-// NLL and perplexity on the pairs that fit the model (train/eval/evaluate.h).
+// `scratchformer eval --checkpoint FILE ...`: a checkpoint measured on a held-out file.
+//   translation  --src FILE --ref FILE: translates the test set and prints its corpus BLEU with the
+//                sacreBLEU signature (train/eval/bleu.h), then the teacher-forced loss, NLL and
+//                perplexity on the pairs that fit the model
+//   lm, mlm,     --input FILE (one sentence per line; classify: label<TAB>text[<TAB>text]): the
+//   classify     loss, NLL per token and perplexity; for mlm the masked-token accuracy, for
+//                classify the accuracy (train/task.h evaluate_task)
 #include <cmath>
 #include <cstdint>
 #include <iostream>
@@ -16,48 +20,95 @@
 #include "train/eval/bleu.h"
 #include "train/eval/evaluate.h"
 #include "train/setup.h"
+#include "train/task.h"
 
 namespace sf::cli {
 
 namespace {
 
 struct EvalArgs {
-  std::string checkpoint, src, ref;
+  std::string checkpoint, src, ref, input;
   std::int64_t beam = 0;  // 0 = the config's valid_beam
 };
 constexpr double kLengthPenalty = 1.0;  // eval has no --length-penalty: translate's default
 
-int run_eval(const EvalArgs& a) {
-  const train::InferenceModel im = train::load_inference_model(a.checkpoint);
+void print_metrics(const train::TaskMetrics& m, const std::string& what) {
+  std::cout << "loss " << m.loss << " nll " << m.nll << " ppl " << std::exp(m.nll);
+  if (!std::isnan(m.accuracy)) std::cout << " accuracy " << 100 * m.accuracy << "%";
+  std::cout << " (" << m.predictions << " " << what << ")\n";
+}
+
+// The pairs that fit the model (both sides non-empty, short enough), as the task's examples.
+train::EncodedSplit fitting_pairs(const train::InferenceModel& im, const std::vector<std::vector<std::int64_t>>& ids,
+                                  const std::vector<std::string>& refs) {
+  train::EncodedSplit pairs;
+  const std::int64_t max_len = im.config.model.max_len;
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i].empty() || refs[i].size() > static_cast<std::size_t>(max_len) * data::kMaxBytesPerToken)
+      continue;  // (a reference that long cannot fit: not tokenised, see data::kMaxBytesPerToken)
+    auto t = im.tokenizers->tgt.encode(refs[i]);
+    const auto joined = static_cast<std::int64_t>(ids[i].size() + t.size()) + 2;  // decoder-only: one sequence
+    if (t.empty() || static_cast<std::int64_t>(t.size()) > max_len - 2 || (im.config.model.arch == "decoder-only" && joined > max_len))
+      continue;
+    pairs.src.push_back(ids[i]), pairs.tgt.push_back(std::move(t));
+  }
+  return pairs;
+}
+
+int eval_translation(const EvalArgs& a, const train::InferenceModel& im) {
+  if (a.src.empty() || a.ref.empty() || !a.input.empty())
+    throw std::invalid_argument("eval: a translation model takes --src FILE and --ref FILE (not --input)");
   data::ParallelCorpus corpus = data::read_parallel(a.src, a.ref);
-  const auto ids = encode_inputs(corpus.src, *im.tokenizers, im.config.model.max_len - 2, a.src);
+  const auto ids = encode_inputs(corpus.src, *im.tokenizers, max_source_tokens(im), a.src);
   const auto hyps = translate_lines(im, ids, decode_options(im, a.beam, kLengthPenalty));
   const train::BleuResult bleu = train::corpus_bleu(hyps, corpus.tgt, im.config.data.bleu_tokenize);
   std::cout << train::format_bleu(bleu) << "\n";
-  // teacher-forced loss on the pairs that fit the model
-  std::vector<std::vector<std::int64_t>> src, tgt;
-  for (std::size_t i = 0; i < ids.size(); ++i) {
-    if (ids[i].empty() || corpus.tgt[i].size() > static_cast<std::size_t>(im.config.model.max_len) * data::kMaxBytesPerToken)
-      continue;  // (a reference that long cannot fit: not tokenised, see data::kMaxBytesPerToken)
-    auto t = im.tokenizers->tgt.encode(corpus.tgt[i]);
-    if (ids[i].empty() || t.empty() || static_cast<std::int64_t>(t.size()) > im.config.model.max_len - 2) continue;
-    src.push_back(ids[i]);
-    tgt.push_back(std::move(t));
-  }
-  const auto loss = train::evaluate_loss(*im.model, src, tgt, im.config.data.batch_tokens, im.config.train.label_smoothing);
-  std::cout << "loss " << loss.loss << " nll " << loss.nll << " ppl " << std::exp(loss.nll) << " (" << loss.tokens
-            << " target tokens, " << src.size() << " pairs)\n";
+  const train::EncodedSplit pairs = fitting_pairs(im, ids, corpus.tgt);
+  if (pairs.src.empty()) throw std::invalid_argument("eval: no pair of " + a.src + " fits the model for the loss");
+  const train::TaskBatches task(im.config, *im.tokenizers);
+  const auto m = train::evaluate_task(*im.model, task, pairs, im.config.data.batch_tokens, im.config.train.label_smoothing);
+  print_metrics(m, "target tokens, " + std::to_string(pairs.src.size()) + " pairs");
   return 0;
+}
+
+int eval_task(const EvalArgs& a, const train::InferenceModel& im) {
+  const std::string& task = im.config.data.task;
+  if (a.input.empty() || !a.src.empty() || !a.ref.empty())
+    throw std::invalid_argument("eval: a model trained with data.task = \"" + task + "\" takes --input FILE (" +
+                                (task == "classify" ? "label<TAB>text lines" : "one sentence per line") + "), not --src/--ref");
+  train::Progress progress;
+  const std::int64_t max_tokens = im.config.model.max_len - 2;
+  const train::EncodedSplit split =
+      task == "classify" ? train::load_classify_split(a.input, im.tokenizers->src, train::class_labels(im.config.data), max_tokens,
+                                                      "eval", progress)
+                         : train::load_text_split(a.input, im.tokenizers->src, max_tokens, "eval", progress);
+  const train::TaskBatches batches(im.config, *im.tokenizers);
+  const auto m = train::evaluate_task(*im.model, batches, split, im.config.data.batch_tokens, im.config.train.label_smoothing);
+  print_metrics(m, task == "lm" ? "target tokens" : task == "mlm" ? "masked tokens" : "labels");
+  return 0;
+}
+
+int run_eval(const EvalArgs& a) {
+  const train::InferenceModel im = train::load_inference_model(a.checkpoint);
+  return im.config.data.task == "translation" ? eval_translation(a, im) : eval_task(a, im);
 }
 
 }  // namespace
 
 Command add_eval_command(CLI::App& app) {
   auto a = std::make_shared<EvalArgs>();
-  CLI::App* cmd = app.add_subcommand("eval", "BLEU (with signature), loss and perplexity of a checkpoint on a test set");
+  CLI::App* cmd = app.add_subcommand("eval",
+                                     "Measure a checkpoint on held-out data: BLEU (with signature), loss and perplexity of a "
+                                     "translation model; loss, perplexity and accuracy of an lm, mlm or classify model");
   cmd->add_option("--checkpoint", a->checkpoint, "Checkpoint file")->required();
-  cmd->add_option("--src", a->src, "Source sentences, one per line")->required();
-  cmd->add_option("--ref", a->ref, "Reference translations, aligned with --src")->required();
+  CLI::Option* src = cmd->add_option("--src", a->src, "Translation: source sentences, one per line");
+  CLI::Option* ref = cmd->add_option("--ref", a->ref, "Translation: reference translations, aligned with --src");
+  src->needs(ref);
+  ref->needs(src);
+  cmd->add_option("--input", a->input,
+                  "lm, mlm: sentences, one per line; classify: label<TAB>text or label<TAB>text_a<TAB>text_b lines")
+      ->excludes(src)
+      ->excludes(ref);
   cmd->add_option("--beam", a->beam, "Beam size (default: the config's train.valid_beam)")->check(beam_size_check());
   return {cmd, [a] { return run_eval(*a); }};
 }

@@ -1,5 +1,6 @@
 // `scratchformer translate --checkpoint FILE`: translates sentences, one per line, from --input or
-// stdin to stdout, in input order (greedy or beam search: train/eval/decode.h). --trace prints
+// stdin to stdout, in input order (greedy or beam search: train/eval/decode.h), with an
+// encoder-decoder or a decoder-only model trained for translation (the prompt <s> source <sep>). --trace prints
 // module statistics for the first sentence (train/classroom/trace.h).
 #include <algorithm>
 #include <cstdint>
@@ -13,6 +14,7 @@
 #include "train/classroom/trace.h"
 #include "train/cli/cli_util.h"
 #include "train/cli/commands.h"
+#include "train/eval/evaluate.h"
 #include "train/setup.h"
 
 namespace sf::cli {
@@ -39,14 +41,17 @@ void trace_first_sentence(const train::InferenceModel& im, const std::vector<std
     file.open(a.trace_file, std::ios::trunc);
     if (!file) throw std::runtime_error("--trace-file: cannot open " + a.trace_file + " for writing");
   }
-  train::trace_translation(*im.model, *first, a.trace_steps, file.is_open() ? static_cast<std::ostream&>(file) : std::cerr);
+  // a decoder-only model reads the prompt <s> source <sep>
+  const auto input = im.config.model.arch == "decoder-only" ? train::translation_prompt(*im.tokenizers, *first) : *first;
+  train::trace_translation(*im.model, input, a.trace_steps, file.is_open() ? static_cast<std::ostream&>(file) : std::cerr);
 }
 
 int run_translate(TranslateArgs& a, const CLI::App& cmd) {
   a.trace = a.trace || cmd.count("--trace-steps") > 0 || !a.trace_file.empty();  // both imply --trace
   const train::InferenceModel im = train::load_inference_model(a.checkpoint);
+  require_translation(im, a.checkpoint, "translate");
   const auto lines = read_input_lines(a.input);
-  const auto ids = encode_inputs(lines, *im.tokenizers, im.config.model.max_len - 2, a.input.empty() ? "stdin" : a.input);
+  const auto ids = encode_inputs(lines, *im.tokenizers, max_source_tokens(im), a.input.empty() ? "stdin" : a.input);
   if (a.trace) trace_first_sentence(im, ids, a);
   for (const auto& hyp : translate_lines(im, ids, decode_options(im, a.beam, a.length_penalty))) std::cout << hyp << "\n";
   return 0;

@@ -21,6 +21,9 @@ struct Command {
 // In the order of `scratchformer --help`.
 Command add_train_command(CLI::App& app);          // cmd_train.cpp
 Command add_translate_command(CLI::App& app);      // cmd_translate.cpp
+Command add_generate_command(CLI::App& app);       // cmd_generate.cpp
+Command add_fill_mask_command(CLI::App& app);      // cmd_fill_mask.cpp
+Command add_classify_command(CLI::App& app);       // cmd_classify.cpp
 Command add_eval_command(CLI::App& app);           // cmd_eval.cpp
 Command add_bleu_command(CLI::App& app);           // cmd_bleu.cpp
 Command add_summary_command(CLI::App& app);        // cmd_summary.cpp

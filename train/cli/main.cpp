@@ -2,9 +2,12 @@
 // parses it, starts MPI when run under mpirun, and runs the chosen subcommand. Each subcommand
 // is one file here (commands.h declares them; cli_util.h holds what several share):
 //
-//   train          cmd_train.cpp          train a translation model from a config file
+//   train          cmd_train.cpp          train a model from a config file (translation, lm, mlm, classify)
 //   translate      cmd_translate.cpp      translate sentences with a trained checkpoint
-//   eval           cmd_eval.cpp           BLEU, loss and perplexity of a checkpoint on a parallel test set
+//   generate       cmd_generate.cpp       continue a prompt with a decoder-only model (prefill, decode)
+//   fill-mask      cmd_fill_mask.cpp      the tokens a masked-LM encoder predicts behind each <mask>
+//   classify       cmd_classify.cpp       the label of each line by an encoder-only classifier
+//   eval           cmd_eval.cpp           BLEU / loss, perplexity and accuracy of a checkpoint on held-out data
 //   bleu           cmd_bleu.cpp           sacreBLEU-compatible corpus BLEU of hypotheses against references
 //   summary        cmd_summary.cpp        the model of a config: module tree, parameter counts, FLOPs, KV-cache bytes
 //   bench          cmd_bench.cpp          training-step and decoding speed of a reference model, next to BLAS
@@ -63,7 +66,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(0, 1);
   // in the order `scratchformer --help` lists them
   const std::vector<cli::Command> commands = {
-      cli::add_train_command(app),     cli::add_translate_command(app), cli::add_eval_command(app),
+      cli::add_train_command(app),     cli::add_translate_command(app), cli::add_generate_command(app),
+      cli::add_fill_mask_command(app), cli::add_classify_command(app),  cli::add_eval_command(app),
       cli::add_bleu_command(app),      cli::add_summary_command(app),   cli::add_bench_command(app),
       cli::add_demo_command(app),      cli::add_gradcheck_command(app), cli::add_attention_command(app),
       cli::add_plot_command(app),      cli::add_explain_batch_command(app),

@@ -9,33 +9,6 @@
 
 namespace sf::train {
 
-LossResult evaluate_loss(nn::Model& model, const std::vector<std::vector<std::int64_t>>& src,
-                         const std::vector<std::vector<std::int64_t>>& tgt, std::int64_t batch_tokens,
-                         double label_smoothing) {
-  NoGradGuard no_grad;
-  const bool was_training = model.is_training();
-  model.eval();
-  data::Batcher batcher(src, tgt, batch_tokens, 0, /*shuffle=*/false);
-  LossResult r;
-  double loss_sum = 0, nll_sum = 0;
-  data::Batch batch;
-  while (batcher.next(batch)) {
-    Tensor logits = model.forward(batch.src, batch.tgt_in);  // (B,T,V)
-    Tensor flat = logits.reshape({-1, logits.size(-1)});
-    Tensor targets = batch.tgt_out.reshape({-1});
-    const double n = static_cast<double>(batch.tgt_tokens);
-    loss_sum += cross_entropy(flat, targets, data::kPadId, label_smoothing).item() * n;  // mean -> sum
-    nll_sum += cross_entropy(flat, targets, data::kPadId, 0.0).item() * n;
-    r.tokens += batch.tgt_tokens;
-  }
-  if (r.tokens > 0) {
-    r.loss = loss_sum / static_cast<double>(r.tokens);
-    r.nll = nll_sum / static_cast<double>(r.tokens);
-  }
-  model.train(was_training);
-  return r;
-}
-
 std::vector<std::int64_t> translation_prompt(const Tokenizers& tok, const std::vector<std::int64_t>& src) {
   std::vector<std::int64_t> prompt{data::kBosId};
   prompt.insert(prompt.end(), src.begin(), src.end());

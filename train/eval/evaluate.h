@@ -1,4 +1,5 @@
-// Evaluation: teacher-forced loss on a held-out set, and BLEU of the model's translations.
+// Evaluation of translations: BLEU of the model's output (the teacher-forced loss of every task
+// is train/task.h evaluate_task).
 #pragma once
 
 #include <string>
@@ -12,17 +13,6 @@
 namespace sf::train {
 
 using data::Tokenizers;
-
-struct LossResult {
-  double loss = 0;  // label-smoothed cross-entropy per target token (what training minimises)
-  double nll = 0;   // unsmoothed negative log-likelihood per target token; perplexity = exp(nll)
-  std::int64_t tokens = 0;
-};
-
-// Teacher-forced loss over all pairs (batched by token budget, in order, eval mode, no dropout).
-LossResult evaluate_loss(nn::Model& model, const std::vector<std::vector<std::int64_t>>& src,
-                         const std::vector<std::vector<std::int64_t>>& tgt, std::int64_t batch_tokens,
-                         double label_smoothing);
 
 // Translates every source (token ids) and scores the detokenized output against the reference
 // lines with corpus BLEU. Sentences are decoded in batches of similar length; `hypotheses`, if

@@ -416,3 +416,74 @@ TEST_CASE("command lines with missing malformed or unknown options exit 2 with o
     check_one_line_error(run_cli(c.args, tmp), c.expected);
   }
 }
+
+// ---- tasks (train/task.h) ---------------------------------------------------------------------
+
+namespace {
+
+// A classify config in `tmp` reading train.tsv and valid.tsv (written by the caller): an
+// encoder-only model, D 32, one layer, a 48-piece vocabulary, two steps.
+std::string classify_config(const TempDir& tmp) {
+  return tmp.write("classify.toml",
+                   "[model]\narch = \"encoder-only\"\nd_model = 32\nd_ff = 64\nencoder_layers = 1\nmax_len = 64\n\n"
+                   "[data]\ntask = \"classify\"\ntrain_file = \"train.tsv\"\nvalid_file = \"valid.tsv\"\n"
+                   "labels = \"no,yes\"\ntokenizer_vocab_size = 48\n\n"
+                   "[train]\nmax_steps = 2\nbest_metric = \"accuracy\"\n\n[run]\ndir = \"run\"\nthreads = 1\n");
+}
+
+// The first `n` source lines of the reverse corpus labelled no, yes, no, ...; line `bad_line`
+// (1-based, 0 = none) replaced by `bad`.
+std::string labelled_lines(int n, int bad_line = 0, const std::string& bad = "") {
+  std::istringstream in(first_lines(kReverseData + "train.src", n));
+  std::string out, line;
+  for (int i = 1; std::getline(in, line); ++i) out += (i == bad_line ? bad : (i % 2 ? "no\t" : "yes\t") + line) + "\n";
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("task mistakes in a config or a classification file exit 2 with one line", "[errors][tasks][cli]") {
+  TempDir tmp;
+  SECTION("a task the architecture does not train") {
+    const std::string path = tmp.write("lm.toml",
+                                       "[model]\narch = \"encoder-decoder\"\n\n[data]\ntask = \"lm\"\ntrain_file = \"t.txt\"\n"
+                                       "valid_file = \"v.txt\"\n\n[train]\nbest_metric = \"loss\"\n\n[run]\ndir = \"run\"\n");
+    check_one_line_error(run_cli("train --config " + quoted(path), tmp),
+                         {path, "data.task", "\"lm\"", "model.arch is \"encoder-decoder\""});
+    CHECK_FALSE(fs::exists(tmp / "run"));
+  }
+  SECTION("an unknown label in the training file") {
+    tmp.write("train.tsv", labelled_lines(300, 7, "maybe\tlo be co"));
+    tmp.write("valid.tsv", labelled_lines(20));
+    check_one_line_error(run_cli("train --config " + quoted(classify_config(tmp)), tmp),
+                         {tmp / "train.tsv" + " line 7", "unknown label \"maybe\"", "no, yes"});
+  }
+  SECTION("a training line without a tab") {
+    tmp.write("train.tsv", labelled_lines(300, 5, "no lo be co"));
+    tmp.write("valid.tsv", labelled_lines(20));
+    check_one_line_error(run_cli("train --config " + quoted(classify_config(tmp)), tmp),
+                         {tmp / "train.tsv" + " line 5", "found no tab"});
+  }
+  SECTION("a valid line of four fields") {
+    tmp.write("train.tsv", labelled_lines(300));
+    tmp.write("valid.tsv", labelled_lines(20, 2, "yes\tlo\tbe\tco"));
+    check_one_line_error(run_cli("train --config " + quoted(classify_config(tmp)), tmp),
+                         {tmp / "valid.tsv" + " line 2", "found 4"});
+  }
+  CHECK_FALSE(fs::exists(tmp / "run/checkpoint-last.safetensors"));
+}
+
+TEST_CASE("commands of other tasks refuse a translation checkpoint with one line", "[errors][tasks][cli]") {
+  TempDir tmp;
+  const std::string run = trained_run(tmp);
+  const std::string ck = run + "/checkpoint-best.safetensors";
+  const std::string holds = "holds an encoder-decoder model trained with data.task = \"translation\"";
+  check_one_line_error(run_cli("generate --checkpoint " + quoted(ck) + " --prompt 'lo be'", tmp),
+                       {"generate needs a decoder-only model", ck, holds});
+  check_one_line_error(run_cli("fill-mask --checkpoint " + quoted(ck) + " --text 'lo <mask>'", tmp),
+                       {"fill-mask needs an encoder-only model trained with data.task = \"mlm\"", ck, holds});
+  check_one_line_error(run_cli("classify --checkpoint " + quoted(ck) + " --input /dev/null", tmp),
+                       {"classify needs an encoder-only model trained with data.task = \"classify\"", ck, holds});
+  check_one_line_error(run_cli("eval --checkpoint " + quoted(ck) + " --input /dev/null", tmp),
+                       {"eval: a translation model takes --src FILE and --ref FILE"});
+}

@@ -113,6 +113,7 @@ void visit_fields(C& c, V& v) {
   v.integer("warmup_steps", c.train.warmup_steps);
   v.integer("max_steps", c.train.max_steps);
   v.integer("max_epochs", c.train.max_epochs);
+  v.floating("max_minutes", c.train.max_minutes);
   v.floating("label_smoothing", c.train.label_smoothing);
   v.floating("clip_norm", c.train.clip_norm);
   v.integer("accum_steps", c.train.accum_steps);
@@ -643,6 +644,7 @@ void validate(const Config& c, const Checker& check) {
     check.non_negative(t.warmup_steps, "train", "warmup_steps", "no warm-up");
   check.positive(t.max_steps, "train", "max_steps");
   check.non_negative(t.max_epochs, "train", "max_epochs", "no limit");
+  check.non_negative(t.max_minutes, "train", "max_minutes");
   check.unit_interval(t.label_smoothing, "train", "label_smoothing");
   check.non_negative(t.clip_norm, "train", "clip_norm");
   check.positive(t.accum_steps, "train", "accum_steps");

@@ -115,6 +115,9 @@ struct TrainSection {
   std::int64_t warmup_steps = 4000;    // linear warm-up steps (> 0 for noam), e.g. 4000
   std::int64_t max_steps = 100000;     // stop after this many optimizer steps (cosine decays to min_lr here)
   std::int64_t max_epochs = 0;         // stop after this many passes over the data; 0 = no limit
+  double max_minutes = 0;              // stop once this much training time (validations included) has passed (a resumed run
+                                       // counts its earlier sessions); 0 = no limit. For comparing
+                                       // models at the same wall time; the schedule still runs to max_steps
   double label_smoothing = 0.1;        // probability mass spread over the vocabulary, in [0, 1), e.g. 0.1
   double clip_norm = 1.0;              // clip the global gradient L2 norm to this; 0 = no clipping
   std::int64_t accum_steps = 1;        // batches whose gradients are summed per optimizer step, >= 1

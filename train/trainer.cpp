@@ -462,6 +462,13 @@ int stop_on_signal(TrainingRun& run) {
   return 128 + sig;
 }
 
+// train.max_minutes of training time have passed (on every rank: rank 0's clock decides).
+bool out_of_time(TrainingRun& run) {
+  if (run.cfg.train.max_minutes <= 0) return false;
+  const int over = is_main() && run.st.elapsed_seconds >= 60 * run.cfg.train.max_minutes ? 1 : 0;
+  return run.parallel.max_over_ranks(over) != 0;
+}
+
 // The test split with the best checkpoint: BLEU and a few sample translations, or the task's
 // loss, perplexity and accuracy.
 void final_test(TrainingRun& run) {
@@ -536,6 +543,10 @@ int train(const Config& cfg, const TrainOptions& options) {
       }
     }
     if (const int status = stop_on_signal(run); status != 0) return status;
+    if (out_of_time(run)) {
+      stop_reason = "max_minutes reached (" + format_duration(60 * cfg.train.max_minutes) + " of training)";
+      break;
+    }
   }
   return finish(run, stop_reason, last_was_validation);
 }

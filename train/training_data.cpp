@@ -87,6 +87,26 @@ LabeledLine parse_labeled_line(const std::string& line, const std::string& path,
   return {fields[0], fields[1], fields.size() == 3 ? fields[2] : ""};
 }
 
+std::vector<std::int64_t> encode_with_symbols(const data::Tokenizer& tok, const std::string& text) {
+  std::vector<std::pair<std::string, std::int64_t>> symbols;  // the symbols this tokenizer has
+  for (const char* name : {"<mask>", "<sep>", "<cls>"})
+    for (std::int64_t id = data::kEosId + 1; id < tok.first_ordinary_id(); ++id)
+      if (tok.id_to_piece(id) == name) symbols.emplace_back(name, id);
+  std::vector<std::int64_t> ids;
+  std::size_t start = 0;
+  while (true) {
+    std::size_t at = std::string::npos, length = 0;
+    std::int64_t id = 0;
+    for (const auto& [name, symbol] : symbols)
+      if (const std::size_t found = text.find(name, start); found < at) at = found, length = name.size(), id = symbol;
+    const auto piece = tok.encode(text.substr(start, at == std::string::npos ? std::string::npos : at - start));
+    ids.insert(ids.end(), piece.begin(), piece.end());
+    if (at == std::string::npos) return ids;
+    ids.push_back(id);
+    start = at + length;
+  }
+}
+
 std::vector<std::int64_t> classify_input(const data::Tokenizer& tok, const std::string& a, const std::string& b) {
   std::vector<std::int64_t> ids{tok.symbol_id("<cls>")};
   const auto first = tok.encode(a);

@@ -39,6 +39,10 @@ struct LabeledLine {
 // Splits `line` (line `line_no` of `path`, for the message) at its tabs. Throws data::CorpusError
 // naming the file and line for a line without a tab, with more than two, or an empty field.
 LabeledLine parse_labeled_line(const std::string& line, const std::string& path, std::size_t line_no);
+// `text` as ids, with the task symbols the tokenizer has ("<mask>", "<sep>", "<cls>") written in
+// it taken as those symbols: "Ein <mask> läuft." -> ids of "Ein", <mask>, ids of " läuft.". The
+// text between symbols is encoded on its own, so a symbol stands where a word's pieces would.
+std::vector<std::int64_t> encode_with_symbols(const data::Tokenizer& tok, const std::string& text);
 // The encoder's input for one example: <cls> a, or <cls> a <sep> b.
 std::vector<std::int64_t> classify_input(const data::Tokenizer& tok, const std::string& a, const std::string& b);
 

@@ -13,10 +13,14 @@
 #include "data/corpus.h"
 #include "data/tokenizer.h"
 #include "nn/attention.h"
+#include "nn/decoder_only.h"
+#include "nn/encoder_only.h"
 #include "nn/seq2seq.h"
 #include "train/classroom/plots.h"
 #include "train/classroom/svg.h"
 #include "train/eval/decode.h"
+#include "train/eval/evaluate.h"
+#include "train/training_data.h"
 
 namespace sf::train {
 
@@ -116,20 +120,75 @@ std::string heatmaps_with_sentence(const std::vector<Heatmap>& maps, int columns
   return svg;
 }
 
-// The encoder-decoder behind a checkpoint (its decoder's attention layers are drawn).
-const nn::Seq2SeqTransformer& encoder_decoder(const InferenceModel& im) {
-  const auto* model = dynamic_cast<const nn::Seq2SeqTransformer*>(im.model.get());
-  if (!model)
-    throw std::invalid_argument(std::string("attention: the checkpoint's model is ") + nn::arch_name(im.model->config().arch) +
-                                "; this command needs encoder-decoder");
-  return *model;
+// The one stack of self-attention layers of a decoder-only or encoder-only model.
+const nn::ModuleList<nn::EncoderLayer>& self_attention_layers(const nn::Model& model) {
+  if (const auto* d = dynamic_cast<const nn::DecoderOnlyTransformer*>(&model)) return *d->layers;
+  if (const auto* e = dynamic_cast<const nn::EncoderOnlyTransformer*>(&model)) return *e->encoder->layers;
+  throw std::invalid_argument("attention: no single self-attention stack in a " + std::string(model.type_name()));
+}
+
+// The sequence a single-stack model reads for `text`: a decoder-only LM's <s> text; a
+// decoder-only translation's prompt <s> text <sep> and its greedy translation; an encoder's text
+// (<mask> and the other task symbols as they are written) or, for classify, <cls> a [<sep> b].
+std::vector<std::int64_t> single_stack_sequence(const InferenceModel& im, const std::string& text, std::string& continuation) {
+  const data::Tokenizer& tok = im.tokenizers->src;
+  const std::int64_t max_len = im.config.model.max_len;
+  if (im.config.data.task == "classify") {
+    const auto tab = text.find('\t');
+    return classify_input(tok, text.substr(0, tab), tab == std::string::npos ? "" : text.substr(tab + 1));
+  }
+  const std::vector<std::int64_t> ids = encode_sentence(tok, text, "--src", im.config.data.task == "translation" ? max_len / 2 - 1 : max_len - 1);
+  if (im.config.model.arch == "encoder-only") return encode_with_symbols(tok, text);
+  std::vector<std::int64_t> seq{data::kBosId};
+  if (im.config.data.task != "translation") return seq.insert(seq.end(), ids.begin(), ids.end()), seq;
+  seq = translation_prompt(*im.tokenizers, ids);
+  const auto y = greedy_decode(*im.model, from_vector<std::int64_t>(seq, {1, static_cast<std::int64_t>(seq.size())}), DecodeOptions{}).at(0);
+  continuation = tok.decode(y);
+  seq.insert(seq.end(), y.begin(), y.end());
+  return seq;
+}
+
+// A decoder-only or encoder-only model: its one stack's self-attention over one sequence.
+AttentionFigures single_stack_figures(const InferenceModel& im, const std::string& text) {
+  const nn::Model& model = *im.model;
+  AttentionFigures fig;
+  const std::vector<std::int64_t> seq = single_stack_sequence(im, text, fig.translation);
+  if (static_cast<std::int64_t>(seq.size()) > model.config().max_len)
+    throw std::invalid_argument("attention: the sequence is " + std::to_string(seq.size()) + " tokens, more than model.max_len " +
+                                std::to_string(model.config().max_len));
+  fig.source_pieces = fig.decoder_inputs = pieces_of(im.tokenizers->src, seq);
+  const bool causal = model.config().arch == nn::Arch::DecoderOnly;
+  NoGradGuard no_grad;
+  const Tensor ids = from_vector<std::int64_t>(seq, {1, static_cast<std::int64_t>(seq.size())});  // (1,T)
+  std::vector<Heatmap> maps;
+  const auto& layers = self_attention_layers(model);
+  for (const auto& layer : layers) layer->self_attn->capture_weights = true;
+  causal ? model.forward(Tensor(), ids) : model.forward(ids, Tensor());
+  std::size_t l = 0;
+  for (const auto& layer : layers) {
+    add_head_maps(maps, layer->self_attn->last_weights, l++, fig.source_pieces, fig.source_pieces);  // (1,H,T,T)
+    layer->self_attn->capture_weights = false;
+    layer->self_attn->last_weights = Tensor();
+  }
+  fig.produced = fig.source_pieces;
+  const std::string title = causal ? "Causal self-attention (decoder-only), row = position reading the token"
+                                   : "Bidirectional self-attention (encoder-only), row = position";
+  fig.self_svg = heatmaps_with_sentence(maps, static_cast<int>(model.config().n_heads), title, text, fig.translation,
+                                        fig.translation.empty() ? "" : " (greedy)");
+  return fig;
 }
 
 }  // namespace
 
 AttentionFigures attention_figures(const InferenceModel& im, const std::string& source,
                                    const std::optional<std::string>& target) {
-  const nn::Seq2SeqTransformer& model = encoder_decoder(im);
+  const auto* encoder_decoder = dynamic_cast<const nn::Seq2SeqTransformer*>(im.model.get());
+  if (!encoder_decoder) {
+    if (target) throw std::invalid_argument("attention: --tgt is for an encoder-decoder; a " + im.config.model.arch +
+                                            " model reads one sequence (--src)");
+    return single_stack_figures(im, source);
+  }
+  const nn::Seq2SeqTransformer& model = *encoder_decoder;
   const Tokenizers& tok = *im.tokenizers;
   const std::int64_t limit = im.config.model.max_len - 2;
   const std::vector<std::int64_t> src_ids = encode_sentence(tok.src, source, "--src", limit);

@@ -1,5 +1,7 @@
 // `scratchformer attention`: every decoder layer's cross-attention and masked self-attention,
-// per head, for one sentence, as SVG heatmaps (drawn by attention_heatmaps_svg, plots.h).
+// per head, for one sentence, as SVG heatmaps (drawn by attention_heatmaps_svg, plots.h). For a
+// decoder-only or encoder-only model (one stack, no cross-attention): every layer's causal or
+// bidirectional self-attention over the one sequence it reads.
 //
 // Letters: S source length, T target length (+1 for BOS / EOS), H heads.
 #pragma once
@@ -18,7 +20,7 @@ struct AttentionFigures {
   std::vector<std::string> produced;        // the token each decoder position produces (the rows), T
   std::string translation;                  // the target as text (greedy output, or --tgt)
   bool teacher_forced = false;              // true: the target was given, not generated
-  std::string cross_svg;                    // rows = layers, columns = heads
+  std::string cross_svg;                    // rows = layers, columns = heads; empty for a single stack
   std::string self_svg;
 };
 
@@ -27,7 +29,9 @@ struct AttentionFigures {
 // layer's attention weights cover every position, and draws them. Row t of every map is decoder
 // position t, labelled with the token it produces (target token t, or </s> at the end); its input
 // is decoder_inputs[t]. Throws std::invalid_argument for a sentence that is empty, not UTF-8, or
-// longer than the model allows, and for a checkpoint whose model is not encoder-decoder.
+// longer than the model allows. A decoder-only or encoder-only model draws its one stack's
+// self-attention over the sequence it reads for `source` (a decoder-only translation: the prompt
+// and its greedy translation; classify: text_a<TAB>text_b); `target` must be absent.
 AttentionFigures attention_figures(const InferenceModel& im, const std::string& source,
                                    const std::optional<std::string>& target);
 

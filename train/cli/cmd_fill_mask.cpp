@@ -17,6 +17,7 @@
 #include "train/cli/commands.h"
 #include "train/setup.h"
 #include "train/task.h"
+#include "train/training_data.h"
 
 namespace sf::cli {
 
@@ -28,21 +29,6 @@ struct FillMaskArgs {
   std::string checkpoint, text;
   std::int64_t top_k = 5;
 };
-
-// "Ein <mask> läuft." -> the ids of "Ein", <mask>, the ids of " läuft.": the text between masks
-// is encoded piece by piece, so <mask> stands where a whole word's pieces would.
-std::vector<std::int64_t> encode_with_masks(const data::Tokenizer& tok, const std::string& text) {
-  std::vector<std::int64_t> ids;
-  std::size_t start = 0;
-  while (true) {
-    const std::size_t at = text.find(kMask, start);
-    const auto piece = tok.encode(text.substr(start, at == std::string::npos ? std::string::npos : at - start));
-    ids.insert(ids.end(), piece.begin(), piece.end());
-    if (at == std::string::npos) return ids;
-    ids.push_back(tok.symbol_id(kMask));
-    start = at + std::string(kMask).size();
-  }
-}
 
 // A piece as a word: "▁Hund" -> "Hund" (the mark of a word start dropped).
 std::string readable(const data::Tokenizer& tok, std::int64_t id) {
@@ -56,7 +42,7 @@ int run_fill_mask(const FillMaskArgs& a) {
   train::require_model(im.config, a.checkpoint, "fill-mask", im.config.data.task == "mlm",
                        "an encoder-only model trained with data.task = \"mlm\"");
   const data::Tokenizer& tok = im.tokenizers->src;
-  std::vector<std::int64_t> ids = encode_with_masks(tok, a.text);
+  std::vector<std::int64_t> ids = train::encode_with_symbols(tok, a.text);
   const std::int64_t mask_id = tok.symbol_id(kMask), S = static_cast<std::int64_t>(ids.size());
   const auto masks = std::count(ids.begin(), ids.end(), mask_id);
   if (masks == 0) throw std::invalid_argument("fill-mask: --text has no <mask>, e.g. --text \"Ein <mask> läuft im Schnee.\"");

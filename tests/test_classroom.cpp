@@ -16,6 +16,7 @@
 #include "train/classroom/attention_figures.h"
 #include "train/classroom/explain_batch.h"
 #include "train/classroom/gradcheck_suite.h"
+#include "train/classroom/summary.h"
 
 namespace fs = std::filesystem;
 using Catch::Contains;
@@ -311,4 +312,31 @@ TEST_CASE("attention bad input is one line and exit status 2", "[classroom][cli]
   std::string too_long;
   for (int i = 0; i < 80; ++i) too_long += "wa ";
   require_one_line_error({"attention", "--checkpoint", ck, "--src", too_long}, "limit");
+}
+
+// summary: for each architecture the lecture's formulas, counted exactly, give the model's own
+// parameter count (configs of all three, with GQA, learned positions, post-norm and a classifier).
+TEST_CASE("summary parameter formulas equal the model's count for every architecture", "[classroom][params]") {
+  const std::string configs = std::string(SCRATCHFORMER_SOURCE_DIR) + "/configs/";
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {"encoder-decoder-de-en.toml", {}},
+      {"encoder-decoder-de-en.toml", {"model.share_embeddings=false", "model.tie_output=false", "data.joint_tokenizer=false",
+                                      "model.positional=learned", "model.norm_position=post", "model.n_kv_heads=2"}},
+      {"decoder-only-de-en.toml", {}},
+      {"lm-en.toml", {"model.positional=learned", "model.norm=rmsnorm", "model.activation=swiglu"}},
+      {"mlm-de.toml", {"model.norm_position=post"}},
+      {"classify-match.toml", {"model.pooling=cls", "data.labels=a,b,c"}}};
+  for (const auto& [file, overrides] : cases) {
+    const Config cfg = load_config(configs + file, overrides);
+    const std::string text = model_summary(cfg, 500, 16, 1);
+    INFO(file << "\n" << text);
+    const auto at = text.find("total             formula ");
+    REQUIRE(at != std::string::npos);
+    std::istringstream line(text.substr(at + 26, text.find('\n', at) - at - 26));
+    std::string formula, word, model;
+    line >> formula >> word >> model;
+    CHECK(word == "model");
+    CHECK(formula == model);
+    CHECK_THAT(text, Contains(cfg.model.arch));
+  }
 }

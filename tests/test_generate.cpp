@@ -7,10 +7,12 @@
 //              2 L Hkv T Dh 4 bytes; max_new is cut to the positions left; bad prompts throw
 //   translate  translate_all of sources of different lengths (batched by length: a decoder-only
 //              model has no key padding mask) gives each sentence what greedy_decode gives its
-//              prompt <s> source <sep> alone
+//              prompt <s> source <sep> alone; prompts of one length decode alike with and without
+//              the cache, batched or alone, and beam 1 is greedy
 //
 // Letters: P prompt length (with <s>), T positions, L layers, Hkv key/value heads, Dh head
 // width, V vocabulary.
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -185,20 +187,30 @@ TEST_CASE("generate cuts max_new to the positions left and rejects prompts that 
 
 // ---- prompted translation ----------------------------------------------------------------------
 
+namespace {
+
+// A 32-piece tokenizer with <sep> (id 4) trained in `dir` on 200 lines of three of twelve words.
+const std::vector<std::string> kWords = {"lo", "be", "co", "da", "fi", "gu", "ha", "ki", "mo", "nu", "pe", "ra"};
+
+data::Tokenizer sep_tokenizer(const sf::test::TempDir& dir) {
+  std::string text;
+  for (std::size_t i = 0; i < 200; ++i) text += kWords[i % 12] + " " + kWords[(i * 5 + 1) % 12] + " " + kWords[(i * 7) % 12] + "\n";
+  return data::Tokenizer::train({dir.write("text.txt", text)}, dir / "spm.model", 32, "unigram", 1, {"<sep>"});
+}
+
+// Sources of 2, 4, 2, 3, 4, 1 and 3 tokens, in no order.
+const std::vector<std::string> kLines = {"lo be", "co da fi gu", "ha ki", "mo nu pe", "ra lo be co", "ki", "da fi gu"};
+
+}  // namespace
+
 TEST_CASE("translate_all batches decoder-only prompts by length without changing any output",
           "[decode][translate][tasks]") {
   sf::test::TempDir dir;
-  std::string text;
-  const std::vector<std::string> words = {"lo", "be", "co", "da", "fi", "gu", "ha", "ki", "mo", "nu", "pe", "ra"};
-  for (std::size_t i = 0; i < 200; ++i) text += words[i % 12] + " " + words[(i * 5 + 1) % 12] + " " + words[(i * 7) % 12] + "\n";
-  const data::Tokenizer tok =
-      data::Tokenizer::train({dir.write("text.txt", text)}, dir / "spm.model", 40, "unigram", 1, {"<sep>"});
+  const data::Tokenizer tok = sep_tokenizer(dir);
   const data::Tokenizers toks{tok, tok};
   const auto model = tiny_decoder(6, tok.vocab_size());
-  // sources of 2, 4, 2, 3, 4, 1 and 3 tokens, in no order
-  const std::vector<std::string> lines = {"lo be", "co da fi gu", "ha ki", "mo nu pe", "ra lo be co", "ki", "da fi gu"};
   std::vector<Ids> src;
-  for (const auto& l : lines) src.push_back(tok.encode(l));
+  for (const auto& l : kLines) src.push_back(tok.encode(l));
   train::DecodeOptions opt;  // greedy, max_len_a 1.5, max_len_b 10
   for (const std::int64_t per_batch : {64, 2}) {
     INFO("sentences per batch " << per_batch);
@@ -206,7 +218,7 @@ TEST_CASE("translate_all batches decoder-only prompts by length without changing
     REQUIRE(all.size() == src.size());
     std::size_t non_empty = 0;
     for (std::size_t i = 0; i < src.size(); ++i) {
-      INFO("sentence " << i << ": " << lines[i]);
+      INFO("sentence " << i << ": " << kLines[i]);
       const Ids prompt = train::translation_prompt(toks, src[i]);
       CHECK(prompt.front() == data::kBosId);
       CHECK(prompt.back() == tok.symbol_id("<sep>"));
@@ -222,4 +234,39 @@ TEST_CASE("translate_all batches decoder-only prompts by length without changing
   const auto mixed = train::greedy_decode(*model, train::pad_batch({short_prompt, long_prompt}, data::kPadId), opt);
   const auto alone = train::greedy_decode(*model, train::pad_batch({short_prompt}, data::kPadId), opt);
   CHECK(mixed[0] != alone[0]);
+}
+
+TEST_CASE("decoder-only prompts decode alike with and without the cache, in a batch or alone, beam 1 as greedy",
+          "[decode][beam][cache][tasks]") {
+  sf::test::TempDir dir;
+  const data::Tokenizer tok = sep_tokenizer(dir);
+  const data::Tokenizers toks{tok, tok};
+  const auto model = tiny_decoder(7, tok.vocab_size());
+  // three prompts of one length, batched as translate_all batches them: the first three lines of
+  // the text whose sources are 3 tokens long
+  std::vector<Ids> prompts;
+  for (std::size_t i = 0; i < 12 && prompts.size() < 3; ++i) {
+    const Ids ids = tok.encode(kWords[i] + " " + kWords[(i * 5 + 1) % 12] + " " + kWords[(i * 7) % 12]);
+    if (ids.size() == 3) prompts.push_back(train::translation_prompt(toks, ids));
+  }
+  REQUIRE(prompts.size() == 3);
+  const Tensor batch = train::pad_batch(prompts, data::kPadId);
+  train::DecodeOptions cached, uncached;
+  uncached.use_cache = false;
+  const auto greedy = train::greedy_decode(*model, batch, cached);
+  CHECK(train::greedy_decode(*model, batch, uncached) == greedy);
+  train::DecodeOptions beam1 = cached;
+  beam1.beam = 1;
+  CHECK(train::beam_search(*model, batch, beam1) == greedy);
+  for (const std::int64_t K : {2, 3}) {
+    INFO("beam " << K);
+    train::DecodeOptions beam = cached, beam_uncached = uncached;
+    beam.beam = beam_uncached.beam = K;
+    const auto together = train::beam_search(*model, batch, beam);
+    CHECK(train::beam_search(*model, batch, beam_uncached) == together);
+    for (std::size_t i = 0; i < prompts.size(); ++i)
+      CHECK(train::beam_search(*model, train::pad_batch({prompts[i]}, data::kPadId), beam)[0] == together[i]);
+  }
+  for (const auto& out : greedy) CHECK(static_cast<std::int64_t>(out.size()) <= kMaxLen - static_cast<std::int64_t>(prompts[0].size()));
+  CHECK(std::any_of(greedy.begin(), greedy.end(), [](const Ids& out) { return !out.empty(); }));  // not vacuous
 }

@@ -12,10 +12,12 @@
 //               classify, translate and eval on its checkpoint, and the one-line errors of a
 //               command given a checkpoint of another task or bad generate options.
 //
-// The runs train once per process: a static fixture (task_run) shared by the SECTIONs of a
+// The tokenizer and batcher cases test data/ alone (tagged [data]) but live here, beside the tasks
+// that need them, and so run in train_tests. The runs train once per process: a static fixture (task_run) shared by the SECTIONs of a
 // TEST_CASE, each of which the test framework enters in a fresh pass over the case.
 //
 // Letters: B rows, S source length, T target length, V vocabulary, C classes.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -122,22 +124,25 @@ std::string tiny_toml(const std::string& model, const std::string& data, const s
 }
 
 // Writes the data and config of `task` ("lm", "mlm", "classify", "translation") into `dir` and
-// returns the config's path.
+// returns the config's path. lm and classify have a test file too (mlm and translation none).
 std::string write_task_files(const TempDir& dir, const std::string& task) {
   const std::string text_files = "train_file = \"train.txt\"\nvalid_file = \"valid.txt\"\n";
+  const std::string test_file = "test_file = \"test.txt\"\n";
   std::string toml;
   if (task == "lm" || task == "mlm") {
     dir.write(task + "/train.txt", cyclic_text(200, 1));
     dir.write(task + "/valid.txt", cyclic_text(60, 2));
+    dir.write(task + "/test.txt", cyclic_text(30, 8));
     toml = task == "lm" ? tiny_toml("arch = \"decoder-only\"\nn_kv_heads = 2\ndecoder_layers = 2\npositional = \"rope\"",
-                                    "task = \"lm\"\n" + text_files, "best_metric = \"loss\"")
+                                    "task = \"lm\"\n" + text_files + test_file, "best_metric = \"loss\"")
                         : tiny_toml("arch = \"encoder-only\"\nencoder_layers = 2\npositional = \"learned\"",
                                     "task = \"mlm\"\n" + text_files, "best_metric = \"accuracy\"");
   } else if (task == "classify") {
     dir.write(task + "/train.txt", labelled_text(200, 3));
     dir.write(task + "/valid.txt", labelled_text(60, 4));
+    dir.write(task + "/test.txt", labelled_text(30, 9));
     toml = tiny_toml("arch = \"encoder-only\"\nencoder_layers = 1\npooling = \"mean\"",
-                     "task = \"classify\"\nlabels = \"no,yes\"\n" + text_files, "best_metric = \"accuracy\"");
+                     "task = \"classify\"\nlabels = \"no,yes\"\n" + text_files + test_file, "best_metric = \"accuracy\"");
   } else {
     const auto [train_src, train_tgt] = copy_pairs(200, 5);
     const auto [valid_src, valid_tgt] = copy_pairs(40, 6);
@@ -203,42 +208,55 @@ std::vector<std::string> lines_of(const std::string& text) {
 // The columns of metrics.tsv (train/run_log.h MetricsFile::kHeader).
 constexpr std::size_t kStep = 0, kKind = 2, kLoss = 3, kNll = 4, kPpl = 5, kBleu = 9, kAccuracy = 12, kColumns = 13;
 
+struct MetricsRows {
+  std::vector<double> valid_losses;  // in order
+  std::size_t test_rows = 0;
+};
+
 // Checks every row of the run's metrics.tsv (13 fields, a known kind, finite losses) and returns
-// the losses of its valid rows in order. `accuracy`: the accuracy column is filled in valid rows
-// (mlm, classify), else empty; `bleu` the same for BLEU (translation).
-std::vector<double> checked_valid_losses(const TaskRun& run, bool accuracy, bool bleu) {
+// the losses of its valid rows. `accuracy`: the accuracy column is filled in valid and test rows
+// (mlm, classify), else empty; `bleu`: the BLEU column is filled in valid rows (translation).
+MetricsRows checked_metrics(const TaskRun& run, bool accuracy, bool bleu) {
   const auto lines = lines_of(read_file(run.dir + "/metrics.tsv"));
   REQUIRE(lines.size() > 1);
   CHECK(lines[0] == train::MetricsFile::kHeader);
-  std::vector<double> losses;
+  MetricsRows rows;
   for (std::size_t i = 1; i < lines.size(); ++i) {
     INFO("metrics.tsv line " << i + 1 << ": " << lines[i]);
     const auto f = split_tabs(lines[i]);
     REQUIRE(f.size() == kColumns);
     CHECK(std::stoll(f[kStep]) > 0);
-    CHECK((f[kKind] == "train" || f[kKind] == "valid"));
+    CHECK((f[kKind] == "train" || f[kKind] == "valid" || f[kKind] == "test"));
     const double loss = std::stod(f[kLoss]);
-    CHECK((std::isfinite(loss) && loss > 0));
-    if (f[kKind] != "valid") continue;
+    CHECK((std::isfinite(loss) && loss >= 0));
+    if (f[kKind] == "train") continue;
     CHECK(std::abs(std::stod(f[kPpl]) - std::exp(std::stod(f[kNll]))) <= 1e-4 * std::stod(f[kPpl]));  // 6 digits
     CHECK(f[kAccuracy].empty() == !accuracy);
     if (accuracy) CHECK((std::stod(f[kAccuracy]) >= 0 && std::stod(f[kAccuracy]) <= 1));
+    if (f[kKind] == "test") {
+      ++rows.test_rows;
+      continue;
+    }
     CHECK(f[kBleu].empty() == !bleu);
-    losses.push_back(loss);
+    rows.valid_losses.push_back(loss);
   }
-  return losses;
+  return rows;
 }
 
 // The run finished, validated 6 times (every 10 of 60 steps), and its last valid loss is below
-// the first one (measured: by 20-60%; noise between validations is a few percent).
-void check_training(const TaskRun& run, bool accuracy, bool bleu) {
+// the first one (measured with train seeds 1 to 4: lower by 20-100%, while the noise between
+// validations is a few percent); a run with a test file has one test row.
+void check_training(const TaskRun& run, bool accuracy, bool bleu, bool test) {
   INFO("training stdout: " << run.train.out);
-  const std::vector<double> losses = checked_valid_losses(run, accuracy, bleu);
+  const MetricsRows rows = checked_metrics(run, accuracy, bleu);
+  CHECK(rows.test_rows == (test ? 1u : 0u));
+  const std::vector<double>& losses = rows.valid_losses;
   REQUIRE(losses.size() == 6);
   INFO("first valid loss " << losses.front() << ", last " << losses.back());
   CHECK(losses.back() < losses.front());
   CHECK(fs::exists(run.dir + "/spm.model"));
   CHECK(fs::exists(run.dir + "/checkpoint-last.safetensors"));
+  CHECK_FALSE(fs::exists(run.dir + "/tokenizer-text.tmp"));  // classify's tokenizer text, removed
 }
 
 // The line of `text` that starts with `prefix` ("" when none does).
@@ -257,7 +275,7 @@ void check_eval(const TaskRun& run, const std::string& input, bool accuracy) {
   const std::string line = line_starting(r.out, "loss ");
   std::smatch m;
   REQUIRE(std::regex_match(line, m, std::regex(R"(loss (\S+) nll (\S+) ppl (\S+)( accuracy (\S+)%)? \((\d+) .*\))")));
-  CHECK(std::stod(m[1]) > 0);
+  CHECK(std::stod(m[1]) >= 0);
   CHECK(std::abs(std::stod(m[3]) - std::exp(std::stod(m[2]))) <= 1e-4 * std::stod(m[3]));
   CHECK(m[4].matched == accuracy);
   CHECK(std::stoll(m[6]) > 0);
@@ -400,7 +418,7 @@ TEST_CASE("task symbols take ids 4 and 5 and are never produced from text", "[da
   CHECK(tok.symbol_id("<mask>") == 5);
   CHECK(tok.first_ordinary_id() == 6);
   CHECK(tok.vocab_size() == kVocabSize);  // the symbols count within the vocabulary
-  for (const std::string& text : {"a <sep> b", "<sep>", "lo<sep>be", "<mask>", "lo <mask> be <sep>"}) {
+  for (const char* text : {"a <sep> b", "<sep>", "lo<sep>be", "<mask>", "lo <mask> be <sep>"}) {
     INFO(text);
     const Ids ids = tok.encode(text);
     CHECK_FALSE(ids.empty());
@@ -642,10 +660,10 @@ TEST_CASE("load_text_split keeps the non-blank lines and names a file with none"
 
 // ---- 6 and 7. a tiny run of each task, and the commands on its checkpoint -----------------------
 
-TEST_CASE("an lm run trains, generates and evaluates; other tasks' commands refuse it", "[tasks][training][cli]") {
+TEST_CASE("an lm run trains, generates and evaluates, and the commands of other tasks refuse it", "[tasks][training][cli]") {
   const TaskRun& run = task_run("lm");
   const std::string ck = quoted(run.checkpoint);
-  SECTION("training") { check_training(run, /*accuracy=*/false, /*bleu=*/false); }
+  SECTION("training") { check_training(run, /*accuracy=*/false, /*bleu=*/false, /*test=*/true); }
   SECTION("generate greedy: the continuation on stdout, the phases and the KV cache on stderr") {
     const CliResult r = run_cli("generate --checkpoint " + ck + " --prompt 'lo be' --temperature 0 --max-new 6", runs_folder());
     INFO("stdout: " << r.out << "\nstderr: " << r.err);
@@ -700,10 +718,10 @@ TEST_CASE("an lm run trains, generates and evaluates; other tasks' commands refu
   }
 }
 
-TEST_CASE("an mlm run trains and fills masks; generate and classify refuse it", "[tasks][training][cli]") {
+TEST_CASE("an mlm run trains and fills masks, and generate and classify refuse it", "[tasks][training][cli]") {
   const TaskRun& run = task_run("mlm");
   const std::string ck = quoted(run.checkpoint);
-  SECTION("training") { check_training(run, /*accuracy=*/true, /*bleu=*/false); }
+  SECTION("training") { check_training(run, /*accuracy=*/true, /*bleu=*/false, /*test=*/false); }
   SECTION("fill-mask: one line per mask, then the filled sentence") {
     const CliResult r = run_cli("fill-mask --checkpoint " + ck + " --text 'lo be <mask> da fi'", runs_folder());
     INFO("stdout: " << r.out << "\nstderr: " << r.err);
@@ -712,7 +730,7 @@ TEST_CASE("an mlm run trains and fills masks; generate and classify refuse it", 
     REQUIRE(lines.size() == 2);
     CHECK(lines[0].rfind("mask 1 (token ", 0) == 0);
     CHECK(count_of(lines[0], ",") == 4);  // the top 5
-    CHECK(lines[1].rfind("filled: lo be ", 0) == 0);
+    CHECK(lines[1].rfind("filled: lo be", 0) == 0);
     CHECK(lines[1].find("<mask>") == std::string::npos);
     CHECK(lines[1].substr(lines[1].size() - 6) == " da fi");
     CHECK(r.err.empty());
@@ -735,10 +753,10 @@ TEST_CASE("an mlm run trains and fills masks; generate and classify refuse it", 
   }
 }
 
-TEST_CASE("a classify run trains and labels lines; fill-mask refuses it", "[tasks][training][cli]") {
+TEST_CASE("a classify run trains and labels lines, and fill-mask refuses it", "[tasks][training][cli]") {
   const TaskRun& run = task_run("classify");
   const std::string ck = quoted(run.checkpoint);
-  SECTION("training") { check_training(run, /*accuracy=*/true, /*bleu=*/false); }
+  SECTION("training") { check_training(run, /*accuracy=*/true, /*bleu=*/false, /*test=*/true); }
   SECTION("classify: label and probability per line, a blank line for a blank one") {
     const std::string input = runs_folder().write("classify-in.txt", "lo ki be\n\nco da fi\n   \nlo\tki mo\n");
     for (const bool from_stdin : {false, true}) {
@@ -771,7 +789,7 @@ TEST_CASE("a classify run trains and labels lines; fill-mask refuses it", "[task
 TEST_CASE("a decoder-only translation run trains and translates", "[tasks][training][translate][cli]") {
   const TaskRun& run = task_run("translation");
   const std::string ck = quoted(run.checkpoint);
-  SECTION("training") { check_training(run, /*accuracy=*/false, /*bleu=*/true); }
+  SECTION("training") { check_training(run, /*accuracy=*/false, /*bleu=*/true, /*test=*/false); }
   SECTION("translate: one line out per line in") {
     const std::string input = runs_folder().write("translate-in.txt", "lo be co\n\nki\n");
     const CliResult r = run_cli("translate --checkpoint " + ck + " --input " + quoted(input), runs_folder());

@@ -125,7 +125,7 @@ struct TrainSection {
   std::int64_t valid_every = 1000;     // steps between validations (loss and BLEU)
   std::int64_t patience = 0;           // stop after this many validations without improvement; 0 = off
   std::string best_metric = "bleu";    // what checkpoint-best.safetensors keeps the best of: "bleu" (translation)
-                                       // | "loss" (minimised) | "accuracy" (mlm, classify)
+                                       // | "loss" (the unsmoothed NLL, minimised) | "accuracy" (mlm, classify)
   std::int64_t valid_beam = 1;         // beam size for validation BLEU; 1 = greedy (fastest)
   std::int64_t max_nonfinite = 5;      // consecutive steps with a NaN/inf loss skipped before giving up
   double min_lr = 0.0;                 // floor of the learning rate (end of the cosine schedule), >= 0

@@ -58,9 +58,18 @@ Tokenizers load_or_train_tokenizers(const Config& cfg, std::uint64_t seed) {
     const std::string model = (dir / "spm.model").string();
     if (fs::exists(model)) return {data::Tokenizer::load(model), data::Tokenizer::load(model)};
     const std::string text = tokenizer_text_file(cfg);  // classify: the text columns of the TSV
-    auto t = data::Tokenizer::train({text}, model, vocab, cfg.data.tokenizer_type, seed, symbols);
-    if (text != cfg.data.train_file) fs::remove(text);
-    return {t, t};
+    const auto remove_temporary = [&] {
+      std::error_code ignored;
+      if (text != cfg.data.train_file) fs::remove(text, ignored);
+    };
+    try {
+      auto t = data::Tokenizer::train({text}, model, vocab, cfg.data.tokenizer_type, seed, symbols);
+      remove_temporary();
+      return {t, t};
+    } catch (...) {
+      remove_temporary();  // nothing left behind in run.dir
+      throw;
+    }
   }
   if (cfg.data.joint_tokenizer) {
     auto t = data::Tokenizer::load_or_train({cfg.data.train_src, cfg.data.train_tgt}, (dir / "spm.model").string(), vocab,

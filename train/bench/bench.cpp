@@ -203,6 +203,15 @@ struct StepTiming {
   std::int64_t params = 0;
 };
 
+// random_batch shaped for the model's architecture: a decoder-only model reads one sequence
+// (tgt_in, no src); an encoder-only model's masked-LM head scores every position of src.
+RandomBatch random_batch_for(const nn::ModelConfig& m, std::int64_t batch, std::int64_t length, Generator& gen) {
+  RandomBatch b = random_batch(m.tgt_vocab, batch, length, length, gen);
+  if (m.arch == nn::Arch::DecoderOnly) b.src = Tensor();
+  if (m.arch == nn::Arch::EncoderOnly) b.tgt_in = Tensor();  // tgt_out (B,S): a target per source position
+  return b;
+}
+
 // warmup + steps training steps of a fresh model of the config's shape on one random batch.
 StepTiming time_training(const Config& cfg, const nn::ModelConfig& mcfg, const BenchOptions& opt) {
   Generator gen(static_cast<std::uint64_t>(cfg.train.seed));
@@ -210,7 +219,7 @@ StepTiming time_training(const Config& cfg, const nn::ModelConfig& mcfg, const B
   nn::Model& model = *built;
   model.train();
   std::unique_ptr<Optimizer> optimizer = make_optimizer(cfg.train, model.named_parameters());
-  const RandomBatch batch = random_batch(mcfg.tgt_vocab, opt.batch, opt.length, opt.length, gen);
+  const RandomBatch batch = random_batch_for(mcfg, opt.batch, opt.length, gen);
   StepTiming r;
   r.params = model.parameter_count();
   std::vector<double> times;
@@ -289,7 +298,8 @@ struct DecodeReport {
 
 DecodeReport run_decoding(const Config& cfg, const BenchOptions& opt) {
   DecodeReport r;
-  if (opt.decode_sentences <= 0) return r;
+  // translation decoding is the encoder-decoder's (a decoder-only model: bench --generation)
+  if (opt.decode_sentences <= 0 || cfg.model.arch != "encoder-decoder") return r;
   if (cfg.data.test_src.empty())
     throw std::invalid_argument("bench: data.test_src is empty; decoding needs a test set (or --decode-sentences 0)");
 
@@ -346,9 +356,19 @@ StepFlops training_step_flops(const nn::ModelConfig& m, std::int64_t batch, std:
   const double pairs = B * static_cast<double>(m.n_heads), Dh = static_cast<double>(m.head_dim());
   const double Le = static_cast<double>(m.encoder_layers), Ld = static_cast<double>(m.decoder_layers);
   StepFlops f;
+  if (m.arch == nn::Arch::DecoderOnly) {  // Ld causal blocks on the B*T rows of the one sequence
+    f.projections += Ld * (attention_projection_flops(m, B * T, B * T) + feed_forward_flops(m, B * T));
+    f.attention += Ld * attention_flops(pairs, T, T, Dh);  // (all T x T scores are computed; the mask zeroes half)
+    f.output = linear_flops(B * T, D, V);
+    return f;
+  }
   // encoder layer on B*S rows: self-attention, feed-forward
   f.projections += Le * (attention_projection_flops(m, B * S, B * S) + feed_forward_flops(m, B * S));
   f.attention += Le * attention_flops(pairs, S, S, Dh);
+  if (m.arch == nn::Arch::EncoderOnly) {  // the masked-LM head on every source position
+    f.output = linear_flops(B * S, D, V);
+    return f;
+  }
   // decoder layer on B*T rows: self-attention, cross-attention (k and v from the encoder
   // output's B*S rows), feed-forward
   f.projections += Ld * (attention_projection_flops(m, B * T, B * T) + attention_projection_flops(m, B * T, B * S) +
@@ -362,10 +382,23 @@ StepFlops training_step_flops(const nn::ModelConfig& m, std::int64_t batch, std:
 std::vector<GemmCall> training_step_gemms(const nn::ModelConfig& m, std::int64_t batch, std::int64_t src_len,
                                           std::int64_t tgt_len) {
   std::vector<GemmCall> calls;
+  if (m.arch == nn::Arch::DecoderOnly) {  // the causal blocks, then the tied LM head
+    for (std::int64_t l = 0; l < m.decoder_layers; ++l) {
+      const std::string name = "layers." + std::to_string(l);
+      add_attention_block(calls, m, name + ".self_attn", batch, tgt_len, tgt_len);
+      add_feed_forward(calls, m, name + ".ffn", batch * tgt_len);
+    }
+    add_linear(calls, "LM head (tied)", batch * tgt_len, m.d_model, m.tgt_vocab, /*bias=*/false);
+    return calls;
+  }
   for (std::int64_t l = 0; l < m.encoder_layers; ++l) {
     const std::string name = "encoder.layers." + std::to_string(l);
     add_attention_block(calls, m, name + ".self_attn", batch, src_len, src_len);
     add_feed_forward(calls, m, name + ".ffn", batch * src_len);
+  }
+  if (m.arch == nn::Arch::EncoderOnly) {  // the tied masked-LM head on every position
+    add_linear(calls, "masked-LM head (tied)", batch * src_len, m.d_model, m.src_vocab, /*bias=*/false);
+    return calls;
   }
   for (std::int64_t l = 0; l < m.decoder_layers; ++l) {
     const std::string name = "decoder.layers." + std::to_string(l);
@@ -507,7 +540,7 @@ void print_setup(std::ostream& os, const Config& cfg, const BenchOptions& opt, c
   os << "scratchformer bench: " << cfg.source_path << "\n"
      << "machine   " << cpu_model() << ", " << num_threads() << " threads, load average " << fixed(r.load_start, 2)
      << " at the start, " << fixed(r.load_end, 2) << " at the end\n"
-     << "model     D " << ms.d_model << ", H " << ms.n_heads << ", F " << ms.d_ff << ", layers " << ms.encoder_layers
+     << "model     " << ms.arch << ", D " << ms.d_model << ", H " << ms.n_heads << ", F " << ms.d_ff << ", layers " << ms.encoder_layers
      << "+" << ms.decoder_layers << ", V " << r.vocab << ", " << ms.activation << ", " << ms.norm_position << "-" << ms.norm
      << ", dropout " << ms.dropout << (ms.share_embeddings ? ", shared" : "") << (ms.tie_output ? ", tied" : "")
      << " embeddings, " << ms.attention << " attention; " << r.step.params << " parameters\n"
@@ -674,7 +707,7 @@ int run_scaling_bench(const Config& cfg, const BenchOptions& opt) {
     os << "scratchformer bench --scaling: " << cfg.source_path << "\n"
        << "machine   " << cpu_model() << ", " << num_threads() << " threads, load average " << fixed(load_start, 2)
        << " at the start, " << fixed(load_end, 2) << " at the end\n"
-       << "model     D " << ms.d_model << ", H " << ms.n_heads << ", F " << ms.d_ff << ", layers " << ms.encoder_layers
+       << "model     " << ms.arch << ", D " << ms.d_model << ", H " << ms.n_heads << ", F " << ms.d_ff << ", layers " << ms.encoder_layers
        << "+" << ms.decoder_layers << ", V " << cfg.data.tokenizer_vocab_size << "\n"
        << "batch     " << budget << " target tokens per step (batch x T, source length = T); median of " << opt.steps
        << " steps after " << opt.warmup << "\n"

@@ -7,6 +7,12 @@
 // projection, Adam, label smoothing 0.1; a batch of 64 sentence pairs of source and target
 // length 24, random token ids, no padding (BenchOptions::batch and ::length).
 //
+// Any architecture (model.arch) benches its own training step: a decoder-only model's causal
+// blocks over one sequence of `length`, an encoder-only model's layers and masked-LM head over a
+// source of `length` (a classify config is benched with that head); the decoding rows are the
+// encoder-decoder's (a decoder-only model's generation: --generation; an encoder-only model does
+// not generate).
+//
 // run_bench measures, in this order, in one process:
 //   training step  exactly the trainer's step (forward, label-smoothed cross-entropy, backward,
 //                  gradient clipping, optimizer step, zero_grad) on one fixed random batch:

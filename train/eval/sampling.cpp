@@ -1,6 +1,7 @@
 #include "train/eval/sampling.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -9,12 +10,19 @@
 
 namespace sf::train {
 
+// "-1", "1.5", "0.001": a number as the user wrote it (std::to_string gives "-1.000000").
+static std::string shortest(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", x);
+  return buf;
+}
+
 void check_sampling_options(const SamplingOptions& opt) {
   if (!(opt.temperature >= 0) || !std::isfinite(opt.temperature))
-    throw std::invalid_argument("--temperature: expected a number >= 0 (0 = greedy), got " + std::to_string(opt.temperature));
+    throw std::invalid_argument("--temperature: expected a number >= 0 (0 = greedy), got " + shortest(opt.temperature));
   if (opt.top_k < 0) throw std::invalid_argument("--top-k: expected a whole number >= 1, got " + std::to_string(opt.top_k));
   if (!(opt.top_p > 0 && opt.top_p <= 1))
-    throw std::invalid_argument("--top-p: expected a probability in (0, 1], got " + std::to_string(opt.top_p));
+    throw std::invalid_argument("--top-p: expected a probability in (0, 1], got " + shortest(opt.top_p));
 }
 
 // The most likely allowed token (the first on ties).

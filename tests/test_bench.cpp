@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "autograd/generator.h"
+#include "nn/model.h"
 #include "nn/seq2seq.h"
 #include "test_util.h"
 #include "train/bench/bench.h"
@@ -225,6 +226,35 @@ TEST_CASE("bench sgemm list equals the calls of a real training step", "[bench][
     const auto expected = count_by_shape(through_blas);
     const auto actual = count_by_shape(recorded);
     INFO("listed by training_step_gemms:\n" << describe(expected) << "made by the step:\n" << describe(actual));
+    CHECK(actual == expected);
+  }
+}
+
+TEST_CASE("bench sgemm list equals the calls of a real step of a decoder-only and an encoder-only model", "[bench][flops]") {
+  const train::TrainSection settings;
+  for (const nn::Arch arch : {nn::Arch::DecoderOnly, nn::Arch::EncoderOnly}) {
+    nn::ModelConfig m = tiny_model();
+    m.arch = arch;
+    m.n_kv_heads = 1;  // multi-query: k and v narrower than q
+    constexpr std::int64_t B = 2, L = 5;
+    Generator gen(3);
+    const std::unique_ptr<nn::Model> model = nn::make_model(m, gen);
+    model->train();
+    train::Adam adam(model->named_parameters());
+    const train::RandomBatch batch = train::random_batch_for(m, B, L, gen);
+    std::vector<GemmKey> recorded;
+    g_recorded = &recorded;
+    train::training_step(*model, adam, batch, settings, 1e-3);
+    g_recorded = nullptr;
+    std::vector<train::GemmCall> through_blas;
+    double sum = 0;
+    for (const train::GemmCall& g : train::training_step_gemms(m, B, L, L)) {
+      sum += g.flops();
+      if (!g.uses_small_gemm()) through_blas.push_back(g);
+    }
+    CHECK(sum == train::training_step_flops(m, B, L, L).total());
+    const auto expected = count_by_shape(through_blas), actual = count_by_shape(recorded);
+    INFO(nn::arch_name(arch) << ": listed by training_step_gemms:\n" << describe(expected) << "made by the step:\n" << describe(actual));
     CHECK(actual == expected);
   }
 }

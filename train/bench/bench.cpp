@@ -203,15 +203,6 @@ struct StepTiming {
   std::int64_t params = 0;
 };
 
-// random_batch shaped for the model's architecture: a decoder-only model reads one sequence
-// (tgt_in, no src); an encoder-only model's masked-LM head scores every position of src.
-RandomBatch random_batch_for(const nn::ModelConfig& m, std::int64_t batch, std::int64_t length, Generator& gen) {
-  RandomBatch b = random_batch(m.tgt_vocab, batch, length, length, gen);
-  if (m.arch == nn::Arch::DecoderOnly) b.src = Tensor();
-  if (m.arch == nn::Arch::EncoderOnly) b.tgt_in = Tensor();  // tgt_out (B,S): a target per source position
-  return b;
-}
-
 // warmup + steps training steps of a fresh model of the config's shape on one random batch.
 StepTiming time_training(const Config& cfg, const nn::ModelConfig& mcfg, const BenchOptions& opt) {
   Generator gen(static_cast<std::uint64_t>(cfg.train.seed));
@@ -346,6 +337,13 @@ DecodeReport run_decoding(const Config& cfg, const BenchOptions& opt) {
 
 // ---- output --------------------------------------------------------------------------------
 
+// "3+3" (encoder + decoder layers), or the one stack's count for a decoder-only or encoder-only model.
+std::string layer_count(const ModelSection& m) {
+  if (m.arch == "decoder-only") return std::to_string(m.decoder_layers);
+  if (m.arch == "encoder-only") return std::to_string(m.encoder_layers);
+  return std::to_string(m.encoder_layers) + "+" + std::to_string(m.decoder_layers);
+}
+
 }  // namespace
 
 // ---- public pieces -------------------------------------------------------------------------
@@ -430,6 +428,13 @@ RandomBatch random_batch(std::int64_t vocab, std::int64_t batch, std::int64_t sr
   b.src = ids(src_len);
   b.tgt_in = ids(tgt_len);
   b.tgt_out = ids(tgt_len);
+  return b;
+}
+
+RandomBatch random_batch_for(const nn::ModelConfig& m, std::int64_t batch, std::int64_t length, Generator& gen) {
+  RandomBatch b = random_batch(m.tgt_vocab, batch, length, length, gen);
+  if (m.arch == nn::Arch::DecoderOnly) b.src = Tensor();
+  if (m.arch == nn::Arch::EncoderOnly) b.tgt_in = Tensor();  // tgt_out (B,S): a target per source position
   return b;
 }
 
@@ -540,8 +545,8 @@ void print_setup(std::ostream& os, const Config& cfg, const BenchOptions& opt, c
   os << "scratchformer bench: " << cfg.source_path << "\n"
      << "machine   " << cpu_model() << ", " << num_threads() << " threads, load average " << fixed(r.load_start, 2)
      << " at the start, " << fixed(r.load_end, 2) << " at the end\n"
-     << "model     " << ms.arch << ", D " << ms.d_model << ", H " << ms.n_heads << ", F " << ms.d_ff << ", layers " << ms.encoder_layers
-     << "+" << ms.decoder_layers << ", V " << r.vocab << ", " << ms.activation << ", " << ms.norm_position << "-" << ms.norm
+     << "model     " << ms.arch << ", D " << ms.d_model << ", H " << ms.n_heads << ", F " << ms.d_ff << ", layers " << layer_count(ms)
+     << ", V " << r.vocab << ", " << ms.activation << ", " << ms.norm_position << "-" << ms.norm
      << ", dropout " << ms.dropout << (ms.share_embeddings ? ", shared" : "") << (ms.tie_output ? ", tied" : "")
      << " embeddings, " << ms.attention << " attention; " << r.step.params << " parameters\n"
      << "batch     " << opt.batch << " pairs x " << opt.length << " source + " << opt.length
@@ -707,8 +712,8 @@ int run_scaling_bench(const Config& cfg, const BenchOptions& opt) {
     os << "scratchformer bench --scaling: " << cfg.source_path << "\n"
        << "machine   " << cpu_model() << ", " << num_threads() << " threads, load average " << fixed(load_start, 2)
        << " at the start, " << fixed(load_end, 2) << " at the end\n"
-       << "model     " << ms.arch << ", D " << ms.d_model << ", H " << ms.n_heads << ", F " << ms.d_ff << ", layers " << ms.encoder_layers
-       << "+" << ms.decoder_layers << ", V " << cfg.data.tokenizer_vocab_size << "\n"
+       << "model     " << ms.arch << ", D " << ms.d_model << ", H " << ms.n_heads << ", F " << ms.d_ff << ", layers " << layer_count(ms)
+       << ", V " << cfg.data.tokenizer_vocab_size << "\n"
        << "batch     " << budget << " target tokens per step (batch x T, source length = T); median of " << opt.steps
        << " steps after " << opt.warmup << "\n"
        << "GFLOP     per step (forward + backward, matrix products): attention q k^T and weights v, against the\n"

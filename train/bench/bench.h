@@ -174,6 +174,10 @@ struct RandomBatch {
 };
 RandomBatch random_batch(std::int64_t vocab, std::int64_t batch, std::int64_t src_len, std::int64_t tgt_len,
                          Generator& gen);
+// random_batch shaped for the model's architecture: a decoder-only model reads one sequence
+// (tgt_in of `length`, no src); an encoder-only model's masked-LM head scores every position of
+// src (no tgt_in; tgt_out (B,length)); the encoder-decoder gets both of `length`.
+RandomBatch random_batch_for(const nn::ModelConfig& m, std::int64_t batch, std::int64_t length, Generator& gen);
 
 // One optimizer step as train() takes it (one batch, no accumulation): forward, label-smoothed
 // cross-entropy ignoring padding, backward, clip_grad_norm, step(lr), zero_grad. Returns the loss.

@@ -257,7 +257,7 @@ void print_counts(std::ostream& os, const Config& cfg, const LoadedBatch& lb) {
 // One batch of a task's training split, drawn as the trainer draws it.
 struct TaskBatch {
   Tokenizers tok;
-  EncodedSplit split;
+  EncodedSplit split{};
   std::int64_t batches_per_epoch = 0;
   data::Batch batch{};
 };

@@ -56,7 +56,10 @@ Tokenizers load_or_train_tokenizers(const Config& cfg, std::uint64_t seed) {
   const std::vector<std::string> symbols = task_symbols(cfg);
   if (cfg.data.task != "translation") {
     const std::string model = (dir / "spm.model").string();
-    if (fs::exists(model)) return {data::Tokenizer::load(model), data::Tokenizer::load(model)};
+    if (fs::exists(model)) {
+      const data::Tokenizer t = data::Tokenizer::load(model);  // one model for both sides
+      return {t, t};
+    }
     const std::string text = tokenizer_text_file(cfg);  // classify: the text columns of the TSV
     const auto remove_temporary = [&] {
       std::error_code ignored;

@@ -50,6 +50,10 @@ struct GradcheckEntry {
   std::function<std::vector<GradcheckCase>(const GradcheckOptions& tolerances)> run;
 };
 
+// The entries named after the exercises that gradcheck_suite.cpp does not already have
+// (exercise_checks.cpp); make_suite() appends them.
+std::vector<GradcheckEntry> exercise_gradcheck_entries();
+
 // Every entry, in the order of the course.
 const std::vector<GradcheckEntry>& gradcheck_suite();
 // The entry called `name`, or nullptr.

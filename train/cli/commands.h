@@ -33,5 +33,7 @@ Command add_gradcheck_command(CLI::App& app);      // cmd_gradcheck.cpp
 Command add_attention_command(CLI::App& app);      // cmd_attention.cpp
 Command add_plot_command(CLI::App& app);           // cmd_plot.cpp
 Command add_explain_batch_command(CLI::App& app);  // cmd_explain_batch.cpp
+Command add_handout_command(CLI::App& app);        // cmd_handout.cpp
+Command add_grade_command(CLI::App& app);          // cmd_grade.cpp
 
 }  // namespace sf::cli

@@ -70,7 +70,8 @@ int main(int argc, char** argv) {
       cli::add_fill_mask_command(app), cli::add_classify_command(app),  cli::add_eval_command(app),
       cli::add_bleu_command(app),      cli::add_summary_command(app),   cli::add_bench_command(app),
       cli::add_demo_command(app),      cli::add_gradcheck_command(app), cli::add_attention_command(app),
-      cli::add_plot_command(app),      cli::add_explain_batch_command(app),
+      cli::add_plot_command(app),      cli::add_explain_batch_command(app), cli::add_handout_command(app),
+      cli::add_grade_command(app),
   };
 
   try {

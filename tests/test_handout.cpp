@@ -1,0 +1,2 @@
+// Placeholder: filled in by its author.
+#include <catch2/catch.hpp>

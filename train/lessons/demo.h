@@ -1,0 +1,51 @@
+// The lecture's claims as demos: `scratchformer demo NAME` runs one, prints its numbers and
+// writes an SVG. Each demo is a function here (one file each, demo_NAME.cpp); the registry
+// (demos.cpp) lists them in course order with one line each for `scratchformer demo --help`.
+// Every claim a demo shows is also asserted by a test (tests/test_demos*.cpp), on the same
+// numbers the demo prints: each demo_NAME.h has a compute function the test calls and the demo
+// prints.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace sf::lessons {
+
+struct DemoOptions {
+  std::string out;            // the SVG to write; "" = demo-NAME.svg in the current directory
+  std::uint64_t seed = 0;     // every random draw of the demo starts here
+  std::string corpora;        // where the shipped corpora are ("" = the project's data/corpora)
+};
+
+// One demo: its name (what `scratchformer demo NAME` takes), the claim it shows in one line, and
+// the function that runs it. run prints to `out`, writes the SVG, and returns 0 when the claim
+// held on these numbers, 1 when it did not (so a class sees a broken claim, not a silent pass).
+struct Demo {
+  std::string name;
+  std::string claim;
+  std::function<int(const DemoOptions&, std::ostream& out)> run;
+};
+
+// Every demo, in the order of the course.
+const std::vector<Demo>& demos();
+// The demo called `name`, or nullptr.
+const Demo* find_demo(const std::string& name);
+
+// The SVG path a demo writes: options.out, or demo-NAME.svg.
+std::string demo_svg_path(const DemoOptions& options, const std::string& name);
+
+// The demos, one file each.
+int run_autograd_demo(const DemoOptions& options, std::ostream& out);         // demo_autograd.cpp
+int run_permutation_demo(const DemoOptions& options, std::ostream& out);      // demo_permutation.cpp
+int run_collapse_demo(const DemoOptions& options, std::ostream& out);         // demo_collapse.cpp
+int run_scaling_demo(const DemoOptions& options, std::ostream& out);          // demo_scaling.cpp
+int run_lookup_demo(const DemoOptions& options, std::ostream& out);           // demo_lookup.cpp
+int run_rope_demo(const DemoOptions& options, std::ostream& out);             // demo_rope.cpp
+int run_gqa_demo(const DemoOptions& options, std::ostream& out);              // demo_gqa.cpp
+int run_pooling_demo(const DemoOptions& options, std::ostream& out);          // demo_pooling.cpp
+int run_label_smoothing_demo(const DemoOptions& options, std::ostream& out);  // demo_label_smoothing.cpp
+
+}  // namespace sf::lessons

@@ -55,6 +55,7 @@
 
 #include "autograd/kernels.h"
 #include "autograd/node.h"
+#include "autograd/exercise.h"
 #include "autograd/ops.h"
 
 namespace sf {
@@ -522,10 +523,13 @@ Tensor tiled_attention(const Tensor& q, const Tensor& k, const Tensor& v, const 
 Tensor attention_naive(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask, const Tensor& bias,
                        double scale) {
   check_attention_inputs(q, k, v, mask, bias, "attention_naive");
+  // EXERCISE(scaled_dot_product): softmax(q k^T * scale + bias, blocked -> -inf) v, as in nn/attention.cpp.
+  // BEGIN SOLUTION
   Tensor scores = mul(matmul(q, transpose(k, -2, -1)), scale);  // (B,H,Tq,Tk)
   if (bias.defined()) scores = add(scores, bias);
   if (mask.defined()) scores = masked_fill(scores, mask, -std::numeric_limits<double>::infinity());
   return matmul(softmax(scores, -1), v);  // (B,H,Tq,Tk) @ (B,H,Tk,Dh); an all -inf row gives 0
+  // END SOLUTION
 }
 
 std::int64_t tiled_attention_peak_scratch_bytes(bool reset) {

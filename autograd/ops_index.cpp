@@ -186,7 +186,10 @@ struct Embedding final : Node {
   }
 
   std::vector<Tensor> backward(const Tensor& grad_output) override {
-    SF_EXERCISE(embedding);  // exercise mode: see autograd/exercise.h
+    // EXERCISE(embedding): out[p, :] = weight[ids[p], :], so return {grad_w}: (V, D), zeros except
+    // grad_w[ids[p], :] += grad_output[p, :] for every position p (a repeated id accumulates); skip
+    // every p whose id is padding_idx, so the padding row's gradient stays exactly zero.
+    // BEGIN SOLUTION
     const std::int64_t D = input_shapes[0][1];
     Tensor grad_w = zeros(input_shapes[0], grad_output.dtype());
     Tensor grad_output_c = contiguous(grad_output);
@@ -202,6 +205,7 @@ struct Embedding final : Node {
       }
     });
     return {grad_w};
+    // END SOLUTION
   }
   void release_saved() override { ids = Tensor(); }
 };

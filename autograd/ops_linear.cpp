@@ -100,7 +100,12 @@ struct Linear final : Node {
   }
 
   std::vector<Tensor> backward(const Tensor& grad_output) override {
-    SF_EXERCISE(linear);  // exercise mode: see autograd/exercise.h
+    // EXERCISE(linear): y = x weight^T + bias with x: (..., in), weight: (out, in), bias: (out). See
+    // grad_output as G: (R, out), R = every leading dim of x flattened, and return {grad_x, grad_weight,
+    // grad_bias} (no grad_bias when there was no bias: input_shapes.size() == 2): grad_x = G times weight,
+    // reshaped to x's shape; grad_weight = G transposed times the saved x2d: (R, in); grad_bias = the
+    // sum of G's rows. Leave a gradient undefined where needs_input_grad(i) is false.
+    // BEGIN SOLUTION
     const Shape& x_shape = input_shapes[0];
     const std::int64_t out = input_shapes[1][0], in = input_shapes[1][1];
     const std::int64_t rows = shape_numel(x_shape) / std::max<std::int64_t>(in, 1);
@@ -113,6 +118,7 @@ struct Linear final : Node {
     if (input_shapes.size() == 3 && needs_input_grad(2))  // grad_bias = column sums of G: (out)
       grads[2] = sum(grad_output_2d, {0});
     return grads;
+    // END SOLUTION
   }
   void release_saved() override { x2d = weight = Tensor(); }
 };

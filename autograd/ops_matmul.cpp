@@ -277,7 +277,12 @@ struct MatMul final : Node {
   }
 
   std::vector<Tensor> backward(const Tensor& grad_output) override {
-    SF_EXERCISE(matmul);  // exercise mode: see autograd/exercise.h
+    // EXERCISE(matmul): out = a @ b with a: (..., M, K), b: (..., K, N). From grad_output: (..., M, N)
+    // and the saved b (kept when a needs a gradient) and a (kept when b does), return {grad_a, grad_b}:
+    // grad_a: (..., M, K) = grad_output times b transposed, grad_b: (..., K, N) = a transposed times
+    // grad_output, each summed over the batch dims its input was broadcast along (sum_to). Leave a
+    // gradient undefined where needs_input_grad(i) is false.
+    // BEGIN SOLUTION
     Tensor grad_a, grad_b;
     if (needs_input_grad(0))  // grad_a: (..., M, K)
       grad_a = sum_to(matmul(grad_output, transpose(b, -2, -1)), input_shapes[0]);
@@ -292,6 +297,7 @@ struct MatMul final : Node {
       }
     }
     return {grad_a, grad_b};
+    // END SOLUTION
   }
   void release_saved() override { a = Tensor(); b = Tensor(); }
 };

@@ -66,6 +66,10 @@ constexpr std::int64_t kNormColumnBlock = 64;
 template <class T>
 void layernorm_forward(T* out, double* mean, double* rstd, const T* x, const T* weight, const T* bias,
                        std::int64_t N, std::int64_t D, double eps) {
+  // EXERCISE(layer_norm): for each of the N rows of x (D values): mean, the biased variance (divide
+  // by D), rstd = 1 / sqrt(var + eps), out = (x - mean) * rstd * weight + bias (bias may be null);
+  // store mean[n] and rstd[n] for backward. Accumulate the statistics in double (float32 too).
+  // BEGIN SOLUTION
 #pragma omp parallel for if (N * D > kParallelMinElements)
   for (std::int64_t n = 0; n < N; ++n) {
     const T* x_row = x + n * D;
@@ -89,6 +93,7 @@ void layernorm_forward(T* out, double* mean, double* rstd, const T* x, const T* 
     mean[n] = m;
     rstd[n] = s;
   }
+  // END SOLUTION
 }
 
 // grad_output, x: (N, D), weight: (D), mean, rstd: (N) -> dx: (N, D) (if not null),
@@ -99,6 +104,12 @@ void layernorm_forward(T* out, double* mean, double* rstd, const T* x, const T* 
 template <class T>
 void layernorm_backward(T* dx, double* dweight, double* dbias, const T* grad_output, const T* x, const T* weight,
                         const double* mean, const double* rstd, std::int64_t N, std::int64_t D) {
+  // EXERCISE(layer_norm): the gradients of out = xhat * weight + bias, xhat = (x - mean) * rstd, per
+  // row of D values: with dxhat = grad_output * weight, dx = rstd * (dxhat - the row mean of dxhat -
+  // xhat * the row mean of dxhat * xhat) (the two means: the paths through mean and through rstd);
+  // dweight (+)= sum over rows of grad_output * xhat, dbias (+)= sum over rows of grad_output. Each
+  // of dx, dweight, dbias may be null (not wanted). Sum in double.
+  // BEGIN SOLUTION
   if (dx) {
 #pragma omp parallel for if (N * D > kParallelMinElements)
     for (std::int64_t n = 0; n < N; ++n) {
@@ -138,6 +149,7 @@ void layernorm_backward(T* dx, double* dweight, double* dbias, const T* grad_out
       }
     }
   }
+  // END SOLUTION
 }
 
 // ---- rms norm kernels ----------------------------------------------------------------------
@@ -235,7 +247,6 @@ struct LayerNorm final : Node {
   }
 
   std::vector<Tensor> backward(const Tensor& grad_output) override {
-    SF_EXERCISE(layer_norm);  // exercise mode: see autograd/exercise.h
     const std::int64_t D = x.shape().back(), N = x.numel() / D;
     Tensor grad_output_c = contiguous(grad_output);
     Tensor grad_x = needs_input_grad(0) ? empty(x.shape(), x.dtype()) : Tensor();

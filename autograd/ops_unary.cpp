@@ -210,10 +210,18 @@ struct Relu final : Node {
     return out;
   }
   template <class T>
-  static T derivative(T /*x*/, T y) { return y > 0 ? T(1) : T(0); }  // dy/dx = 1 where x > 0 (y > 0)
+  static T derivative(T /*x*/, T y) {
+    // EXERCISE(relu): dy/dx of y = max(x, 0) at one element, from the saved output y (x is not saved).
+    // BEGIN SOLUTION
+    return y > 0 ? T(1) : T(0);  // dy/dx = 1 where x > 0 (y > 0)
+    // END SOLUTION
+  }
   std::vector<Tensor> backward(const Tensor& grad_output) override {
-    SF_EXERCISE(relu);  // exercise mode: see autograd/exercise.h
+    // EXERCISE(relu): return {grad_x}, grad_x = grad_output * derivative(x, y) element by element, x's
+    // shape (unary_backward_kernel<Relu> runs that loop; only the output y was saved).
+    // BEGIN SOLUTION
     return {unary_backward_kernel<Relu>(grad_output, Tensor(), y)};
+    // END SOLUTION
   }
   void release_saved() override { y = Tensor(); }
 };

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "autograd/exercise.h"
 #include "autograd/ops.h"
 #include "nn/relative_positions.h"
 
@@ -39,25 +40,24 @@ Tensor weights_of(const Tensor& q, const Tensor& k, const Tensor& mask, const Te
   if (q.dim() != 4 || k.dim() != 4 || q.size(0) != k.size(0) || q.size(1) != k.size(1) || q.size(3) != k.size(3))
     throw std::invalid_argument(std::string(op) + ": expected q (B,H,Tq,Dh) and k (B,H,Tk,Dh) with the same B, H, "
                                 "Dh, got q " + shape_str(q.shape()) + " and k " + shape_str(k.shape()));
-  const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(3)));
-  Tensor scores = mul(matmul(q, transpose(k, -2, -1)), scale);  // (B,H,Tq,Tk); k^T is a view
-  if (bias.defined()) {
-    check_broadcasts_to_scores(bias, scores.shape(), "bias", op);
-    scores = add(scores, bias);
-  }
+  const Shape scores_shape = {q.size(0), q.size(1), q.size(2), k.size(2)};  // (B,H,Tq,Tk)
+  if (bias.defined()) check_broadcasts_to_scores(bias, scores_shape, "bias", op);
   if (mask.defined()) {
     if (mask.dtype() != Dtype::Bool)
       throw std::invalid_argument(std::string(op) + ": expected a bool mask (TRUE = BLOCKED), got " +
                                   dtype_name(mask.dtype()) + " of shape " + shape_str(mask.shape()));
-    check_broadcasts_to_scores(mask, scores.shape(), "mask", op);
-    scores = masked_fill(scores, mask, -std::numeric_limits<double>::infinity());
+    check_broadcasts_to_scores(mask, scores_shape, "mask", op);
   }
+  // EXERCISE(scaled_dot_product): the attention weights (B,H,Tq,Tk) from autograd ops: the scores
+  // q k^T scaled by 1/sqrt(Dh) (k^T: transpose k's last two dims, a view), plus bias if defined; where
+  // mask is TRUE (blocked) the score becomes -inf (masked_fill); then softmax over the keys (last dim).
+  // BEGIN SOLUTION
+  const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(3)));
+  Tensor scores = mul(matmul(q, transpose(k, -2, -1)), scale);  // (B,H,Tq,Tk); k^T is a view
+  if (bias.defined()) scores = add(scores, bias);
+  if (mask.defined()) scores = masked_fill(scores, mask, -std::numeric_limits<double>::infinity());
   return softmax(scores, -1);  // all -inf rows (every key blocked) give zeros, not NaN
-}
-
-// x: (B,T,n*Dh) -> (B,n,T,Dh), a view (one head per slice along dim 1).
-Tensor split_heads(const Tensor& x, std::int64_t n, std::int64_t head_dim) {
-  return transpose(reshape(x, {x.size(0), x.size(1), n, head_dim}), 1, 2);
+  // END SOLUTION
 }
 
 // x: (B,Hkv,Tk,Dh) -> (B,Hkv*G,Tk,Dh): query head h reads k/v head h / G. G = 1 (classic
@@ -81,10 +81,14 @@ Tensor causal_mask(std::int64_t t_q, std::int64_t t_k, std::int64_t q_start) {
   if (t_q < 0 || t_k < 0 || q_start < 0)
     throw std::invalid_argument("causal_mask: expected t_q, t_k, q_start >= 0, got t_q " + std::to_string(t_q) +
                                 ", t_k " + std::to_string(t_k) + ", q_start " + std::to_string(q_start));
+  // EXERCISE(masks): a bool (Tq, Tk) tensor, TRUE = BLOCKED where key j lies in the future of query i,
+  // which sits at position q_start + i (the keys at 0..Tk-1); a query may see itself and the past.
+  // BEGIN SOLUTION
   std::vector<bool> blocked(t_q * t_k);
   for (std::int64_t i = 0; i < t_q; ++i)
     for (std::int64_t j = 0; j < t_k; ++j) blocked[i * t_k + j] = j > q_start + i;
   return from_vector<bool>(blocked, {t_q, t_k});
+  // END SOLUTION
 }
 
 // ids: (B,S) int64 -> bool (B,1,1,S)
@@ -92,7 +96,52 @@ Tensor padding_mask(const Tensor& ids, std::int64_t pad_id) {
   if (ids.dim() != 2 || ids.dtype() != Dtype::Int64)
     throw std::invalid_argument("padding_mask: expected int64 ids of shape (B,S), got " +
                                 std::string(dtype_name(ids.dtype())) + " " + shape_str(ids.shape()));
+  // EXERCISE(masks): a bool (B,1,1,S) tensor, TRUE = BLOCKED where ids is pad_id, shaped so that it
+  // broadcasts over the heads and the queries of the scores (B,H,Tq,S).
+  // BEGIN SOLUTION
   return reshape(eq(ids, static_cast<double>(pad_id)), {ids.size(0), 1, 1, ids.size(1)});
+  // END SOLUTION
+}
+
+// x: (B,T,n*Dh) -> (B,n,T,Dh), a view (one head per slice along dim 1).
+Tensor split_heads(const Tensor& x, std::int64_t n, std::int64_t head_dim) {
+  // EXERCISE(multi_head): cut the last dim of x into n heads of head_dim and move the head dim in
+  // front of T, as a view (no copy): (B,T,n*Dh) -> (B,T,n,Dh) -> (B,n,T,Dh).
+  // BEGIN SOLUTION
+  return transpose(reshape(x, {x.size(0), x.size(1), n, head_dim}), 1, 2);
+  // END SOLUTION
+}
+
+// x: (B,H,T,Dh) -> (B,T,H*Dh): the heads side by side again, the inverse of split_heads.
+Tensor merge_heads(const Tensor& x) {
+  // EXERCISE(multi_head): (B,H,T,Dh) -> (B,T,H,Dh) -> (B,T,H*Dh); head h fills columns h*Dh .. h*Dh+Dh-1.
+  // BEGIN SOLUTION
+  return reshape(transpose(x, 1, 2), {x.size(0), x.size(2), x.size(1) * x.size(3)});
+  // END SOLUTION
+}
+
+// k, v: (B,Hkv,Tnew,Dh) -> cache.k, cache.v: (B,Hkv,T_cached+Tnew,Dh)
+void append_to_cache(KVCache& cache, const Tensor& k, const Tensor& v) {
+  if (k.dim() != 4 || v.shape() != k.shape())
+    throw std::invalid_argument("append_to_cache: expected new k and v of the same shape (B,Hkv,T,Dh), got k " +
+                                shape_str(k.shape()) + " and v " + shape_str(v.shape()));
+  const bool fits = cache.length() == 0 || (cache.k.size(0) == k.size(0) && cache.k.size(1) == k.size(1) &&
+                                            cache.k.size(3) == k.size(3));
+  if (!fits)
+    throw std::invalid_argument("MultiHeadAttention: cache holds k of shape " + shape_str(cache.k.shape()) +
+                                ", expected (" + std::to_string(k.size(0)) + "," + std::to_string(k.size(1)) +
+                                ",T," + std::to_string(k.size(3)) + ")");
+  // EXERCISE(kv_cache): an empty cache takes k and v as they are; otherwise the new keys and values
+  // follow the cached ones along T (dim 2), so cache.k becomes (B,Hkv,T_cached+Tnew,Dh), same for v.
+  // BEGIN SOLUTION
+  if (cache.length() == 0) {
+    cache.k = k;
+    cache.v = v;
+    return;
+  }
+  cache.k = cat({cache.k, k}, 2);  // (B,Hkv,T_cached+Tnew,Dh)
+  cache.v = cat({cache.v, v}, 2);
+  // END SOLUTION
 }
 
 // q: (B,H,Tq,Dh), k: (B,H,Tk,Dh) -> (B,H,Tq,Tk)
@@ -107,9 +156,14 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   if (v.dim() != 4 || k.dim() != 4 || v.size(0) != k.size(0) || v.size(1) != k.size(1) || v.size(2) != k.size(2))
     throw std::invalid_argument(std::string(op) + ": expected k and v of shape (B,H,Tk,Dh) with the same B, H, Tk, "
                                 "got k " + shape_str(k.shape()) + " and v " + shape_str(v.shape()));
+  // EXERCISE(scaled_dot_product): the weights (B,H,Tq,Tk) of q against k (weights_of above, which
+  // also checks q, k, mask and bias), handed to *weights_out when it is given; the output is the
+  // weighted average of the values, weights v: (B,H,Tq,Tk) @ (B,H,Tk,Dh) -> (B,H,Tq,Dh).
+  // BEGIN SOLUTION
   const Tensor weights = weights_of(q, k, mask, bias, op);  // (B,H,Tq,Tk)
   if (weights_out) *weights_out = weights;
   return matmul(weights, v);  // (B,H,Tq,Tk) @ (B,H,Tk,Dh) -> (B,H,Tq,Dh)
+  // END SOLUTION
 }
 
 MultiHeadAttention::MultiHeadAttention(std::int64_t d_model_, std::int64_t n_heads_, std::int64_t n_kv_heads_,
@@ -178,17 +232,10 @@ Tensor MultiHeadAttention::forward(const Tensor& x_q, const Tensor& x_kv, const 
     const bool appending = cache && !cache->is_static;
     // The new keys follow the cached ones: positions cache length .. (0 without a cache).
     if (rope) k = apply_rope(k, appending ? cache->length() : 0);
-    if (appending && cache->length() > 0) {
-      if (cache->k.size(0) != batch || cache->k.size(1) != n_kv_heads || cache->k.size(3) != head_dim)
-        throw std::invalid_argument("MultiHeadAttention: cache holds k of shape " + shape_str(cache->k.shape()) +
-                                    ", expected (" + std::to_string(batch) + "," + std::to_string(n_kv_heads) +
-                                    ",T," + std::to_string(head_dim) + ")");
-      k = cat({cache->k, k}, 2);  // (B,Hkv,T_cached+Tk,Dh)
-      v = cat({cache->v, v}, 2);
-    }
     if (cache) {  // append (self-attention) or prefill (an empty static cache)
-      cache->k = k;
-      cache->v = v;
+      append_to_cache(*cache, k, v);
+      k = cache->k;  // (B,Hkv,T_cached+Tk,Dh)
+      v = cache->v;
     }
   }
   const std::int64_t t_k = k.size(2);
@@ -213,8 +260,8 @@ Tensor MultiHeadAttention::forward(const Tensor& x_q, const Tensor& x_kv, const 
     heads = matmul(weights, v_heads);  // (B,H,Tq,Tk) @ (B,H,Tk,Dh) -> (B,H,Tq,Dh)
   }
 
-  // Concatenate the heads: (B,H,Tq,Dh) -> (B,Tq,H,Dh) -> (B,Tq,H*Dh), then mix them.
-  const Tensor merged = reshape(transpose(heads, 1, 2), {batch, t_q, n_heads * head_dim});
+  // Concatenate the heads: (B,H,Tq,Dh) -> (B,Tq,H*Dh), then mix them.
+  const Tensor merged = merge_heads(heads);
   return run_forward_hooks(out_proj->forward(merged));  // trace mode sees the output (nn/module.h)
 }
 

@@ -34,6 +34,12 @@ Tensor causal_mask(std::int64_t t_q, std::int64_t t_k, std::int64_t q_start = 0)
 // padding key. Broadcasts over heads and queries.
 Tensor padding_mask(const Tensor& ids, std::int64_t pad_id);
 
+// x: (B,T,n*Dh) -> (B,n,T,Dh), a view: the projection cut into n heads of width head_dim.
+Tensor split_heads(const Tensor& x, std::int64_t n, std::int64_t head_dim);
+
+// x: (B,H,T,Dh) -> (B,T,H*Dh): the heads side by side again (the inverse of split_heads).
+Tensor merge_heads(const Tensor& x);
+
 // q: (B,H,Tq,Dh), k: (B,H,Tk,Dh) -> weights (B,H,Tq,Tk):
 //   softmax_j(masked_fill(q k^T / sqrt(Dh) + bias, mask, -inf)).
 // mask: bool, broadcastable to (B,H,Tq,Tk), or undefined; bias: float, broadcastable to
@@ -65,6 +71,10 @@ struct KVCache {
     return k.defined() ? (k.numel() + v.numel()) * static_cast<std::int64_t>(dtype_size(k.dtype())) : 0;
   }
 };
+
+// k, v: (B,Hkv,Tnew,Dh): appends them to the cache along T (an empty cache just takes them), so
+// cache.k, cache.v become (B,Hkv,T_cached+Tnew,Dh). MultiHeadAttention::forward calls it.
+void append_to_cache(KVCache& cache, const Tensor& k, const Tensor& v);
 
 // How positions enter the attention layer (beyond what the embeddings already carry).
 enum class PositionInAttention {

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "autograd/exercise.h"
 #include "autograd/ops.h"
 #include "nn/init.h"
 
@@ -37,13 +38,12 @@ void check_input(const char* module, const Tensor& x, std::int64_t start_pos, st
                                 " (start_pos must be >= 0 and start_pos + T <= max_len)");
 }
 
-}  // namespace
-
-// ---- SinusoidalPositional ------------------------------------------------------------------
-
-SinusoidalPositional::SinusoidalPositional(std::int64_t L, std::int64_t D, Dtype dtype) : max_len(L), dim(D) {
-  check_sizes("SinusoidalPositional", L, D);
-  // Computed in double, straight from the paper's formula, then converted to dtype.
+// -> the (L, D) table row by row, in double, straight from the paper's formula:
+//   PE[pos, 2i] = sin(pos / 10000^(2i/D)),  PE[pos, 2i+1] = cos(pos / 10000^(2i/D))
+std::vector<double> sinusoidal_table(std::int64_t L, std::int64_t D) {
+  // EXERCISE(sinusoidal): L * D values, element (pos, j) at pos * D + j: column j = 2i (even) holds
+  // sin and j = 2i+1 (odd) cos of the same angle pos / 10000^(2i/D) (the pair shares one frequency).
+  // BEGIN SOLUTION
   std::vector<double> pe(static_cast<std::size_t>(L * D));
   for (std::int64_t pos = 0; pos < L; ++pos)
     for (std::int64_t j = 0; j < D; ++j) {
@@ -51,7 +51,18 @@ SinusoidalPositional::SinusoidalPositional(std::int64_t L, std::int64_t D, Dtype
       const double angle = static_cast<double>(pos) / std::pow(10000.0, static_cast<double>(two_i) / D);
       pe[pos * D + j] = (j % 2 == 0) ? std::sin(angle) : std::cos(angle);
     }
-  table_ = from_vector(pe, {L, D}, dtype);  // (L, D)
+  return pe;
+  // END SOLUTION
+}
+
+}  // namespace
+
+// ---- SinusoidalPositional ------------------------------------------------------------------
+
+SinusoidalPositional::SinusoidalPositional(std::int64_t L, std::int64_t D, Dtype dtype) : max_len(L), dim(D) {
+  check_sizes("SinusoidalPositional", L, D);
+  // Computed in double, then converted to dtype.
+  table_ = from_vector(sinusoidal_table(L, D), {L, D}, dtype);  // (L, D)
 }
 
 // x: (B,T,D) -> (B,T,D)

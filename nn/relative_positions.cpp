@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "autograd/exercise.h"
 #include "autograd/ops.h"
 
 namespace sf::nn {
@@ -16,13 +17,17 @@ namespace sf::nn {
 Tensor apply_rope(const Tensor& x, std::int64_t start_pos, double base) {
   if (x.dim() < 2)
     throw std::invalid_argument("apply_rope: expected x of shape (B,H,T,Dh), got " + shape_str(x.shape()));
-  const std::int64_t t_len = x.size(-2), head_dim = x.size(-1);
+  const std::int64_t head_dim = x.size(-1);
   if (head_dim % 2 != 0)
     throw std::invalid_argument("apply_rope: expected an even head width Dh (RoPE rotates pairs), got Dh = " +
                                 std::to_string(head_dim) + " in x of shape " + shape_str(x.shape()));
   if (start_pos < 0)
     throw std::invalid_argument("apply_rope: start_pos must be >= 0, got " + std::to_string(start_pos));
-  const std::int64_t half = head_dim / 2;
+  // EXERCISE(rope): rotate each pair (x[..., 2k], x[..., 2k+1]) of row t by the angle
+  // (start_pos + t) * base^(-2k/Dh), from differentiable ops (the cos/sin tables are constants, in x's
+  // dtype): out[2k] = x[2k] cos - x[2k+1] sin, out[2k+1] = x[2k] sin + x[2k+1] cos. -> x's shape.
+  // BEGIN SOLUTION
+  const std::int64_t t_len = x.size(-2), half = head_dim / 2;
 
   // The angle tables, (T, Dh/2, 1): angle[t, k] = (start_pos + t) * base^(-2k/Dh), computed in
   // double and stored in x's dtype. They are constants: no gradient flows into them.
@@ -49,6 +54,7 @@ Tensor apply_rope(const Tensor& x, std::int64_t start_pos, double base) {
   const Tensor rotated_even = sub(mul(even, cos_table), mul(odd, sin_table));  // (B,H,T,Dh/2,1)
   const Tensor rotated_odd = add(mul(even, sin_table), mul(odd, cos_table));   // (B,H,T,Dh/2,1)
   return reshape(cat({rotated_even, rotated_odd}, -1), x.shape());             // (B,H,T,Dh)
+  // END SOLUTION
 }
 
 std::vector<double> alibi_slopes(std::int64_t n_heads) {

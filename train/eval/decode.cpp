@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "autograd/exercise.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
 #include "data/tokenizer.h"
@@ -48,8 +49,9 @@ Tensor next_logits(const nn::Model& model, nn::DecodeState& state, const std::ve
 // them some probability; generating them would be meaningless).
 bool forbidden(std::int64_t id, std::int64_t pad) { return id == pad || id == kBos; }
 
-// Most likely allowed token per row of logits (rows, V).
-std::vector<std::int64_t> argmax_rows(const Tensor& logits, std::int64_t pad) {
+// Most likely allowed token per row of logits (rows, V). (maybe_unused: in a handout whose
+// greedy_decode is the exercise nothing calls it yet.)
+[[maybe_unused]] std::vector<std::int64_t> argmax_rows(const Tensor& logits, std::int64_t pad) {
   const std::int64_t rows = logits.size(0), V = logits.size(1);
   const auto values = logits.to_vector<float>();
   std::vector<std::int64_t> best(rows, kEos);
@@ -109,11 +111,17 @@ Tensor pad_batch(const std::vector<std::vector<std::int64_t>>& seqs, std::int64_
 std::vector<std::vector<std::int64_t>> greedy_decode(const nn::Model& model, const Tensor& src,
                                                      const DecodeOptions& opt) {
   NoGradGuard no_grad;
-  const std::int64_t B = src.size(0), pad = model.config().pad_id;
   const auto state = model.start_decoding(src);  // prefill: the encoder reads the source once
   std::int64_t longest = 0;
   const auto limit = length_limits(model, src, *state, opt, longest);
   std::vector<std::vector<std::int64_t>> prefixes = start_prefixes(model, src, *state);
+  // EXERCISE(greedy): at most `longest` steps; each step takes the most likely allowed next token of
+  // every row (argmax_rows of next_logits: the logits (B,V) after each row's prefix) and appends it
+  // to that row's prefix. A row is done at </s> (kEos, not part of its output) or when its output
+  // holds limit[b] tokens; a done row keeps decoding with the batch but its output stays frozen.
+  // Stop when every row is done. -> the B outputs, without BOS and </s>.
+  // BEGIN SOLUTION
+  const std::int64_t B = src.size(0), pad = model.config().pad_id;
   std::vector<std::vector<std::int64_t>> out(B);
   std::vector<bool> done(B, false);
   for (std::int64_t t = 0; t < longest; ++t) {
@@ -134,6 +142,7 @@ std::vector<std::vector<std::int64_t>> greedy_decode(const nn::Model& model, con
     if (all_done) break;
   }
   return out;
+  // END SOLUTION
 }
 
 // ---- beam search ---------------------------------------------------------------------------

@@ -1,11 +1,88 @@
-// Placeholder: filled in by the exercises' author.
+// `scratchformer grade [--exercise W]... [--json]`: grades the exercises of a handout (or all of
+// them in the teacher's tree): each one's gradcheck entry and its tagged Catch2 tests
+// (train/classroom/grade.h), one row per exercise as it finishes, a total and a GRADE line.
+// Exit status 0 when every exercise is done, 1 when some are not, 2 on bad input or a grade error.
+#include <unistd.h>
+
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "train/classroom/exercises.h"
+#include "train/classroom/grade.h"
+#include "train/classroom/handout.h"
 #include "train/cli/commands.h"
 
 namespace sf::cli {
 
+namespace {
+
+namespace fs = std::filesystem;
+
+struct GradeArgs {
+  std::vector<std::string> exercises;  // empty: those of the handout
+  bool json = false;
+  std::string tests_dir;               // empty: <directory of this program>/tests
+  std::string source = SCRATCHFORMER_SOURCE_DIR;
+};
+
+fs::path program_dir() {
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::current_path() : self.parent_path();
+}
+
+// The exercises to grade: --exercise, else the handout's manifest, else (the teacher's tree) all.
+std::vector<std::string> words_to_grade(const GradeArgs& a) {
+  for (const std::string& w : a.exercises) train::require_exercise(w, "grade --exercise");
+  if (!a.exercises.empty()) return a.exercises;
+  if (auto words = train::read_handout_manifest(a.source)) return *words;
+  std::vector<std::string> all;
+  for (const train::Exercise& e : train::exercises()) all.push_back(e.word);
+  return all;
+}
+
+int run_grade(const GradeArgs& a) {
+  const std::vector<std::string> words = words_to_grade(a);
+  train::GradeOptions opt;
+  opt.tests_dir = a.tests_dir.empty() ? program_dir() / "tests" : fs::path(a.tests_dir);
+  opt.source_root = a.source;
+  for (const std::string& p : opt.programs)  // before any row: a missing program is bad input
+    if (!fs::is_regular_file(opt.tests_dir / p))
+      throw std::invalid_argument("grade: test program " + (opt.tests_dir / p).string() +
+                                  " not found; build the tests first (cmake --build --preset release)");
+  if (!a.json) std::cout << train::format_grade_header() << std::flush;
+  std::vector<train::ExerciseGrade> grades;
+  for (const std::string& w : words) {
+    grades.push_back(train::grade_exercise(train::require_exercise(w, "grade"), opt));
+    if (!a.json) std::cout << train::format_grade_row(grades.back()) << std::flush;
+  }
+  if (a.json) {
+    std::cout << train::grade_json_document(grades);
+  } else {
+    std::cout << train::format_grade_total(grades) << "\n" << train::grade_json_line(grades) << "\n";
+  }
+  bool error = false, failing = false;
+  for (const train::ExerciseGrade& g : grades)
+    error |= g.status == train::GradeStatus::error, failing |= g.status == train::GradeStatus::failing;
+  return error ? 2 : failing ? 1 : 0;
+}
+
+}  // namespace
+
 Command add_grade_command(CLI::App& app) {
-  CLI::App* cmd = app.add_subcommand("grade", "(not written yet)");
-  return {cmd, [] { return 2; }};
+  auto a = std::make_shared<GradeArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "grade", "Grade the exercises of this handout: gradcheck and tests of each, a table and a GRADE line "
+               "(exit status 0 all done, 1 some not, 2 bad input)");
+  cmd->add_option("--exercise", a->exercises, "An exercise to grade (repeatable; default: those of the handout): " +
+                                                  train::exercise_words());
+  cmd->add_flag("--json", a->json, "Print every row as one JSON document instead of the table");
+  cmd->add_option("--tests-dir", a->tests_dir, "Where the test programs are (default: tests/ beside this program)");
+  cmd->add_option("--source", a->source, "The source tree whose handout.json lists the exercises (default: the one this program was built from)");
+  return {cmd, [a] { return run_grade(*a); }};
 }
 
 }  // namespace sf::cli

@@ -1,0 +1,32 @@
+// The course's exercises: one word each, in course order. The word is the same everywhere: the
+// `// EXERCISE(word):` comment above a solution region in the code (autograd/exercise.h), the
+// Catch2 tag and ctest label of its tests (`ctest -L masks`), its `scratchformer gradcheck
+// --module`, and what `scratchformer handout --exercises` and `scratchformer grade --exercise` take.
+//
+//   for (const Exercise& e : exercises()) std::cout << e.word << "  " << e.title << "\n";
+//   const Exercise& e = require_exercise("masks", "handout --exercises");  // or throws, listing the words
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace sf::train {
+
+struct Exercise {
+  std::string word;                // "masks": the tag, the gradcheck module, the EXERCISE(word) comment
+  std::string title;               // one line of English: what the student writes
+  std::string title_zh;            // the same in Chinese
+  std::vector<std::string> where;  // the files holding its solution regions, from the source root
+};
+
+// Every exercise, in course order (matmul first, greedy last).
+const std::vector<Exercise>& exercises();
+// The exercise called `word`, or nullptr.
+const Exercise* find_exercise(const std::string& word);
+// The exercise called `word`; otherwise throws std::invalid_argument
+// "<context>: unknown exercise 'x'; valid: matmul, linear, ..." .
+const Exercise& require_exercise(const std::string& word, const std::string& context);
+// "matmul, linear, relu, ...": the words in course order, for error messages.
+std::string exercise_words();
+
+}  // namespace sf::train

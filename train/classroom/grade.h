@@ -1,0 +1,75 @@
+// Grading a handout, for `scratchformer grade` (train/cli/cmd_grade.cpp; docs/exercises.md).
+//
+// An exercise is done when (a) its gradcheck entry (gradcheck_suite.h, named like the exercise)
+// passes, run in this process, and (b) every Catch2 test tagged [word] passes in the test
+// programs of the build (autograd_tests, nn_tests, ...; run as child processes with
+// `-r xml -o FILE`, so a test that prints or crashes cannot fool the count). The gradcheck suite's
+// own test cases ("gradcheck suite ...") are left out of (b): (a) already ran them. An exercise
+// whose tag matches no test is a grade error, not a pass.
+//
+//   GradeOptions opt;  opt.tests_dir = "build/release/tests";  opt.source_root = "/work/main";
+//   ExerciseGrade g = grade_exercise(*find_exercise("masks"), opt);
+//   std::cout << format_grade_row(g) << grade_json_line({g}) << "\n";
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "train/classroom/exercises.h"
+
+namespace sf::train {
+
+// The Catch2 programs of a build, in <build>/tests/.
+const std::vector<std::string>& test_programs();
+
+// What one Catch2 run (its -r xml report) says.
+struct CatchReport {
+  int passed = 0;             // test cases that passed
+  int total = 0;              // test cases run
+  bool complete = false;      // the report reached </Catch> (false: the program died mid-run)
+  std::string first_failure;  // "tests/test_x.cpp:12: CHECK(got == 3) got 2 == 3", an exception's
+                              // message, ...; empty when every case passed
+};
+
+// Parses Catch2 v2's XML report. Paths in it are shown relative to `source_root` when under it.
+// A report cut short (a crash) counts its open test case as failed.
+CatchReport parse_catch_xml(const std::string& xml, const std::string& source_root = "");
+
+struct GradeOptions {
+  std::filesystem::path tests_dir;    // where test_programs() are
+  std::string source_root;            // shortens paths in messages
+  std::vector<std::string> programs = test_programs();
+  // The Catch2 test spec of an exercise's tests; by default "[word]~gradcheck suite*".
+  std::function<std::string(const std::string& word)> test_spec;
+  bool run_gradcheck = true;          // false: only the Catch2 tests (tests of grade itself)
+};
+
+enum class GradeStatus { done, failing, error };
+
+struct ExerciseGrade {
+  std::string word, title, title_zh;
+  GradeStatus status = GradeStatus::error;
+  int tests_passed = 0, tests_total = 0;
+  std::string gradcheck;      // "pass", "FAIL", or "-" when not run
+  std::string first_failure;  // the first thing that failed (gradcheck first), or the grade error
+};
+
+// Grades one exercise (runs its gradcheck entry and its tests). Throws std::invalid_argument when
+// a test program is missing from opt.tests_dir (the build is not complete).
+ExerciseGrade grade_exercise(const Exercise& e, const GradeOptions& opt);
+
+// "done / 完成", "failing / 未完成", "error / 出错".
+std::string grade_status_label(GradeStatus s);
+// The table's header line and one row (ends with "\n"); the first failure is cut to one line.
+std::string format_grade_header();
+std::string format_grade_row(const ExerciseGrade& g);
+// "3/14 exercises done / 完成 3/14 个练习".
+std::string format_grade_total(const std::vector<ExerciseGrade>& grades);
+// GRADE {"done":3,"total":14,"exercises":{"matmul":"done","masks":"failing",...}} (no "\n").
+std::string grade_json_line(const std::vector<ExerciseGrade>& grades);
+// Every field of every row, for --json.
+std::string grade_json_document(const std::vector<ExerciseGrade>& grades);
+
+}  // namespace sf::train

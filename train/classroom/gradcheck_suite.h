@@ -1,6 +1,6 @@
 // The gradient-check suite behind `scratchformer gradcheck`: every op and module of the course,
-// checked in float64 against finite differences (sf::gradcheck, autograd/gradcheck.h), with a
-// table a student can read.
+// checked in float64 against finite differences (sf::gradcheck, autograd/gradcheck.h), and every
+// float32 fast path against its float64 reference, with a table a student can read.
 //
 // Each entry of the registry is one topic of the lecture ("embedding", "attention_causal_mask",
 // "gqa", "decoder_layer", "model", ...); the entries named like the exercises of exercise mode
@@ -19,9 +19,33 @@
 //     ...  // cases[i].result.ok, cases[i].result.inputs[j].max_abs_error
 //   }
 //
+// What is covered: every branch of autograd/ops_*.cpp with backward code of its own gets a float64
+// run, and every float32 fast path a "float32 vs float64" run (float32_vs_float64 below):
+//   matmul        2-D, batched (small_gemm slices), broadcast batch dims, 2-D @ batched, batched @ 2-D
+//                 (the folded gemm and the one-gemm grad_b; K == N too, where a transposed grad_b
+//                 keeps its shape), batched @ 2-D on a view that does not fold, 4-D @ 2-D,
+//                 transposed and copied layouts; float32: 2-D, small_gemm, broadcast, folded,
+//                 a BLAS gemm per slice
+//   linear        3-D and 2-D x, with and without bias; float32
+//   softmax, log_softmax  each dim of a strided view (float64 general kernel); float32: the
+//                 vectorised last-dim rows (fast_exp), rows with -inf entries, the general kernel
+//   cross_entropy plain, smoothed, strided logits, an ignored row; float32 (fast_exp, a row of
+//                 300 classes: a 256-class block and a partial one), plain and smoothed
+//   layer_norm, rms_norm  the modules, layer_norm without bias; float32
+//   embedding     repeated ids, padding_idx among the ids (its row gets exactly 0), no padding_idx
+//   masked_fill   on its own, a finite fill value: broadcast mask, strided x, float mask
+//   where, index_select, dropout (p 0.5, 0.1, 0), elementwise (broadcast, scalar forms), unary
+//                 (neg exp log sqrt pow tanh gelu sigmoid), reduce (sum mean max), shape (reshape
+//                 permute narrow expand squeeze contiguous cat stack), relu
+//   attention_tiled  tiled_attention in tiles of 2: no mask, padding, causal, causal + bias
+//                 (dbias), a fully masked row; float32 against attention_naive, tiles of 2 and 64
+//   scaled_dot_product_attention, multi-head/GQA/MQA, RoPE/ALiBi, positions, feed-forward,
+//   layers and the three models as before.
+//
 // Run the checks from the command line with `scratchformer gradcheck [--module NAME]`.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <iosfwd>
 #include <string>
@@ -49,6 +73,21 @@ struct GradcheckEntry {
   // rtol (the defaults are torch's); the entry itself decides fast_mode.
   std::function<std::vector<GradcheckCase>(const GradcheckOptions& tolerances)> run;
 };
+
+// The float32-vs-float64 check behind the suite's "float32 vs float64" runs: `fast` runs on
+// float32 copies of `inputs` (float64 values, rounded to float32 once) and `reference` on exactly
+// those values in float64; both run backward from sum(v * y) for the same random v (seed), and
+// the output and each input's gradient are compared element by element. The case's rows are
+// "output" and "grad <name>"; result.inputs[i].numeric_at_worst is the float64 value,
+// analytic_at_worst the float32 one. A run that throws is a failed case with the message.
+GradcheckCase float32_vs_float64(const std::string& variant, const GradcheckFn& fast, const GradcheckFn& reference,
+                                 const std::vector<std::string>& names, const std::vector<Tensor>& inputs,
+                                 std::uint64_t seed = 77);
+
+// The masked_fill entry's runs, for a function with masked_fill's signature (x, mask, value)
+// (the entry passes sf::masked_fill; a test passes a deliberately wrong one).
+using MaskedFillFn = std::function<Tensor(const Tensor& x, const Tensor& mask, double value)>;
+std::vector<GradcheckCase> masked_fill_cases(const MaskedFillFn& masked_fill, const GradcheckOptions& tolerances);
 
 // The entries named after the exercises that gradcheck_suite.cpp does not already have
 // (exercise_checks.cpp); make_suite() appends them.

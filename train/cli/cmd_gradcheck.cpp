@@ -1,5 +1,8 @@
 // `scratchformer gradcheck [--module NAME] [--list]`: float64 gradient checks of the ops and
-// modules (the suite: train/classroom/gradcheck_suite.h) as a table; exit status 1 on a failure.
+// modules and float32 fast paths against their float64 reference (the suite:
+// train/classroom/gradcheck_suite.h) as a table; exit status 1 on a failure. An entry that
+// throws (an exercise stub: "exercise: implement ...") is a FAIL row with its message, and the
+// entries after it still run.
 #include <algorithm>
 #include <iostream>
 #include <memory>
@@ -46,7 +49,8 @@ int run_gradcheck(const GradcheckArgs& a) {
 Command add_gradcheck_command(CLI::App& app) {
   auto a = std::make_shared<GradcheckArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "gradcheck", "Float64 gradient checks of every op and module, as a table (exit status 1 on a failure)");
+      "gradcheck", "Float64 gradient checks of every op and module, and float32 fast paths against float64, as a table (exit "
+      "status 1 on a failure)");
   cmd->add_option("--module", a->module, "A check (see --list), a topic such as attention, or all (default)");
   cmd->add_flag("--list", a->list, "List the checks with a one-line description each");
   return {cmd, [a] { return run_gradcheck(*a); }};

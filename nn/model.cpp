@@ -16,7 +16,7 @@ std::shared_ptr<Module> make_positions(const ModelConfig& cfg, Generator& init_g
   switch (cfg.positional) {
     case PositionalKind::Sinusoidal: return std::make_shared<SinusoidalPositional>(cfg.max_len, cfg.d_model, dtype);
     case PositionalKind::Learned: return std::make_shared<LearnedPositional>(cfg.max_len, cfg.d_model, init_gen, dtype);
-    default: return nullptr;  // RoPE, ALiBi: inside self-attention
+    default: return nullptr;  // RoPE, ALiBi: inside self-attention; None: nowhere
   }
 }
 

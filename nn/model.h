@@ -83,7 +83,8 @@ class Model : public Module {
 // ---- parts every architecture is built from (nn/model.cpp) ------------------------------------
 
 // The absolute positional table of cfg.positional (SinusoidalPositional or LearnedPositional),
-// or null for rope/alibi, which act inside self-attention.
+// or null for rope/alibi, which act inside self-attention, and for none (no positions anywhere:
+// the model cannot tell the order of its tokens; `scratchformer demo permutation`).
 std::shared_ptr<Module> make_positions(const ModelConfig& cfg, Generator& init_gen, Dtype dtype);
 // x: (B,T,D) -> x + PE[start_pos .. start_pos+T-1] through a module made by make_positions.
 Tensor add_positions(const Module& positions, const Tensor& x, std::int64_t start_pos);

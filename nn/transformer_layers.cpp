@@ -30,8 +30,9 @@ PositionalKind parse_positional(const std::string& name) {
   if (name == "learned") return PositionalKind::Learned;
   if (name == "rope") return PositionalKind::RoPE;
   if (name == "alibi") return PositionalKind::ALiBi;
+  if (name == "none") return PositionalKind::None;
   throw std::invalid_argument("ModelConfig: unknown positional '" + name +
-                              "', expected one of \"sinusoidal\", \"learned\", \"rope\", \"alibi\"");
+                              "', expected one of \"sinusoidal\", \"learned\", \"rope\", \"alibi\", \"none\"");
 }
 
 AttentionKernel parse_attention(const std::string& name) {
@@ -50,6 +51,7 @@ const char* positional_name(PositionalKind kind) {
     case PositionalKind::Learned: return "learned";
     case PositionalKind::RoPE: return "rope";
     case PositionalKind::ALiBi: return "alibi";
+    case PositionalKind::None: return "none";
   }
   return "?";
 }
@@ -79,7 +81,7 @@ PositionInAttention self_attention_positions(PositionalKind kind) {
   switch (kind) {
     case PositionalKind::RoPE: return PositionInAttention::RoPE;
     case PositionalKind::ALiBi: return PositionInAttention::ALiBi;
-    default: return PositionInAttention::None;  // sinusoidal/learned: added to the embeddings
+    default: return PositionInAttention::None;  // sinusoidal/learned: added to the embeddings; none: nowhere
   }
 }
 

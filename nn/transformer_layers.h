@@ -41,12 +41,12 @@ enum class Arch { EncoderDecoder, DecoderOnly, EncoderOnly };
 enum class Pooling { Mean, Cls };
 enum class NormKind { LayerNorm, RMSNorm };
 enum class NormPosition { Pre, Post };
-enum class PositionalKind { Sinusoidal, Learned, RoPE, ALiBi };
+enum class PositionalKind { Sinusoidal, Learned, RoPE, ALiBi, None };  // None: no positions at all (order-blind)
 
 // Strings (as in the TOML config) <-> enums; an unknown name throws, listing the accepted ones.
 NormKind parse_norm(const std::string& name);                 // "layernorm" | "rmsnorm"
 NormPosition parse_norm_position(const std::string& name);    // "pre" | "post"
-PositionalKind parse_positional(const std::string& name);     // "sinusoidal" | "learned" | "rope" | "alibi"
+PositionalKind parse_positional(const std::string& name);     // "sinusoidal" | "learned" | "rope" | "alibi" | "none"
 AttentionKernel parse_attention(const std::string& name);     // "plain" | "tiled"
 const char* norm_name(NormKind kind);
 const char* norm_position_name(NormPosition position);

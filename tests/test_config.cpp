@@ -305,3 +305,11 @@ TEST_CASE("config rejects malformed set overrides", "[config][errors]") {
                        {"--set train.max_steps=lots: expected an integer, got a string"});
   require_config_error(kRequired, {"model.n_heads=7"}, {"--set model.n_heads=7: d_model 256 is not divisible by n_heads 7"});
 }
+
+TEST_CASE("config accepts positional none and lists it for an unknown value", "[config][positional]") {
+  TempDir dir;
+  CHECK(load_config(dir.write("cfg.toml", with_model("positional = \"none\"")), {}).model.positional == "none");
+  CHECK(load_config(dir.write("cfg2.toml", kRequired), {"model.positional=none"}).model.positional == "none");
+  require_config_error(with_model("positional = \"absolute\""), {},
+                       {"model.positional: expected one of sinusoidal, learned, rope, alibi, none, got \"absolute\""});
+}

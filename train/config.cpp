@@ -37,7 +37,7 @@ const std::vector<std::string> kArchs{"encoder-decoder", "decoder-only", "encode
 const std::vector<std::string> kTasks{"translation", "lm", "mlm", "classify"};
 const std::vector<std::string> kPoolings{"mean", "cls"};
 const std::vector<std::string> kNormPositions{"pre", "post"};
-const std::vector<std::string> kPositionals{"sinusoidal", "learned", "rope", "alibi"};
+const std::vector<std::string> kPositionals{"sinusoidal", "learned", "rope", "alibi", "none"};
 const std::vector<std::string> kAttentions{"plain", "tiled"};
 const std::vector<std::string> kTokenizerTypes{"unigram", "bpe"};
 const std::vector<std::string> kBleuTokenizers{"13a", "zh"};

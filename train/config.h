@@ -54,7 +54,8 @@ struct ModelSection {
   std::string activation = "relu";     // feed-forward activation: "relu" | "gelu" | "swiglu"
   std::string norm = "layernorm";      // normalisation: "layernorm" | "rmsnorm"
   std::string norm_position = "pre";   // "pre" (norm before each sublayer, stable) | "post" (2017 paper)
-  std::string positional = "sinusoidal";  // positions: "sinusoidal" | "learned" | "rope" | "alibi"
+  std::string positional = "sinusoidal";  // positions: "sinusoidal" | "learned" | "rope" | "alibi" | "none"
+                                          // (none: the model sees no order at all; `demo permutation`)
   std::string attention = "plain";    // how attention is computed: "plain" (scores, softmax, weights v as
                                        // separate ops; (B,H,T,T) weights kept for backward) | "tiled" (the
                                        // online-softmax op, O(T) memory; needs attention_dropout = 0).

@@ -1,34 +1,67 @@
-// `scratchformer demo`: y = sum(relu(x @ w)) on a tiny input, forward and backward, printed step
-// by step: tensors and autograd at work, with nothing else around them.
+// `scratchformer demo NAME [--out FILE.svg] [--seed N]`: runs one of the lecture's claims as a
+// demo (train/lessons/demo.h): it prints its numbers, writes an SVG and exits 0 when the claim
+// held, 1 when it did not. `demo` alone or `demo --list` lists the demos with their claims.
+#include <algorithm>
 #include <iostream>
+#include <memory>
+#include <stdexcept>
+#include <string>
 
-#include "autograd/generator.h"
-#include "autograd/node.h"
-#include "autograd/ops.h"
 #include "train/cli/commands.h"
+#include "train/lessons/demo.h"
 
 namespace sf::cli {
 
 namespace {
 
-int run_demo() {
-  Generator gen(0);
-  Tensor x = randn({2, 3}, gen);                   // (B=2, D=3)
-  Tensor w = randn({3, 4}, gen).requires_grad_();  // (D=3, F=4)
-  w.set_name("w");
-  Tensor h = matmul(x, w);   // (2, 4)
-  Tensor y = sum(relu(h));   // ()
-  std::cout << "x = " << x << "\n\nw = " << w << "\n\nh = x @ w = " << h << "\n\ny = sum(relu(h)) = " << y << "\n\n";
-  y.backward();
-  std::cout << "dy/dw = " << w.grad() << "\n";
-  return 0;
+struct DemoArgs {
+  std::string name;
+  bool list = false;
+  lessons::DemoOptions options;
+};
+
+// "  autograd         tensors and autograd at work: ..." one line per demo, in course order.
+std::string demo_list() {
+  std::string text;
+  for (const lessons::Demo& d : lessons::demos()) {
+    std::string line = "  " + d.name;
+    line.resize(std::max<std::size_t>(line.size() + 1, 19), ' ');
+    text += line + d.claim + "\n";
+  }
+  return text;
+}
+
+std::string demo_names() {
+  std::string names;
+  for (const lessons::Demo& d : lessons::demos()) names += (names.empty() ? "" : ", ") + d.name;
+  return names;
+}
+
+int run_demo(const DemoArgs& a) {
+  if (a.list || a.name.empty()) {
+    std::cout << "The lecture's claims as demos / 课堂结论演示 (scratchformer demo NAME):\n" << demo_list();
+    return 0;
+  }
+  const lessons::Demo* demo = lessons::find_demo(a.name);
+  if (!demo) throw std::invalid_argument("demo: unknown demo '" + a.name + "', expected one of " + demo_names());
+  if (!a.options.out.empty()) lessons::check_demo_svg_path(a.options.out);
+  std::cout << "demo " << demo->name << ": " << demo->claim << "\n";
+  return demo->run(a.options, std::cout);
 }
 
 }  // namespace
 
 Command add_demo_command(CLI::App& app) {
-  CLI::App* cmd = app.add_subcommand("demo", "Print a tiny forward and backward pass (tensors and autograd at work)");
-  return {cmd, run_demo};
+  auto a = std::make_shared<DemoArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "demo", "Run one of the lecture's claims as a demo: its numbers, an SVG, exit 0 if the claim held (1 if not)");
+  cmd->add_option("name", a->name, "The demo to run (see the list below; none: list them)");
+  cmd->add_flag("--list", a->list, "List the demos with their claims");
+  cmd->add_option("--out", a->options.out, "The SVG file to write (must end in .svg; default demo-NAME.svg here)");
+  cmd->add_option("--seed", a->options.seed, "Where every random draw starts (default 0; lookup and label-smoothing draw nothing)");
+  cmd->add_option("--corpora", a->options.corpora, "Where the shipped corpora are (default: the project's data/corpora; pooling reads them)");
+  cmd->footer("Demos, in course order (every one writes an SVG):\n" + demo_list());
+  return {cmd, [a] { return run_demo(*a); }};
 }
 
 }  // namespace sf::cli

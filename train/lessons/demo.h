@@ -12,6 +12,10 @@
 #include <string>
 #include <vector>
 
+namespace sf::train {
+class SvgWriter;  // train/classroom/svg.h
+}
+
 namespace sf::lessons {
 
 struct DemoOptions {
@@ -36,6 +40,38 @@ const Demo* find_demo(const std::string& name);
 
 // The SVG path a demo writes: options.out, or demo-NAME.svg.
 std::string demo_svg_path(const DemoOptions& options, const std::string& name);
+
+// ---- what every demo shares (demos.cpp) ------------------------------------------------------
+
+// --out is always a file: throws std::invalid_argument (one line) when `path` is an existing
+// directory or does not end in ".svg".
+void check_demo_svg_path(const std::string& path);
+// Writes `svg` to demo_svg_path(options, name) (creating its folder), and prints where.
+void save_demo_svg(const DemoOptions& options, const std::string& name, const std::string& svg, std::ostream& out);
+// The verdict line: "claim holds / 结论成立" or "claim does NOT hold / 结论不成立".
+std::string verdict(bool held);
+// A heading: "== title ==", underlined for the terminal.
+void print_heading(std::ostream& out, const std::string& title);
+// `v` in scientific notation with 2 significant digits after the point ("3.14e-16").
+std::string sci(double v);
+// `v` fixed with `digits` decimals.
+std::string fixed(double v, int digits);
+
+// A heatmap of m (rows x cols) with its top-left corner at (x, y), square cells of `cell` px, the
+// value printed in each cell, labels left of the rows and above the columns, a title above.
+// Colours: viridis over [lo, hi], or (signed) the diverging map over [-hi, hi].
+struct Heatmap {
+  std::vector<std::vector<double>> m;
+  std::vector<std::string> row_labels, col_labels;
+  std::string title;
+  double lo = 0, hi = 1;
+  bool signed_values = false;
+};
+void draw_heatmap(train::SvgWriter& svg, double x, double y, double cell, const Heatmap& map);
+// Horizontal bars of log10(values) in a panel at (x, y), w px wide, one 22 px row per bar, with a
+// dashed vertical line at `threshold` (what separates "zero up to rounding" from "clearly not").
+void draw_log_bars(train::SvgWriter& svg, double x, double y, double w, const std::vector<std::string>& labels,
+                   const std::vector<double>& values, double threshold, const std::string& title);
 
 // The demos, one file each.
 int run_autograd_demo(const DemoOptions& options, std::ostream& out);         // demo_autograd.cpp

@@ -1,10 +1,38 @@
-// Placeholder registry: filled in by the demos' author.
+// The demo registry, in the order of the course, and what every demo shares: the SVG file it
+// writes, the verdict line, number formatting, a heatmap and a log-scale bar chart.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <ostream>
+#include <stdexcept>
+#include <system_error>
+
+#include "train/classroom/svg.h"
 #include "train/lessons/demo.h"
 
 namespace sf::lessons {
 
+namespace fs = std::filesystem;
+
 const std::vector<Demo>& demos() {
-  static const std::vector<Demo> all;
+  static const std::vector<Demo> all = {
+      {"autograd", "tensors and autograd at work: y = sum(relu(x @ w)) forward and backward, dy/dw = x^T [x @ w > 0]",
+       run_autograd_demo},
+      {"permutation", "without positions self-attention is permutation-equivariant; sinusoidal or RoPE positions break it",
+       run_permutation_demo},
+      {"collapse", "two attention layers with fixed weights and no nonlinearity are one layer (A2 A1, V1 V2); a ReLU between is not",
+       run_collapse_demo},
+      {"scaling", "without 1/sqrt(d_k) softmax(q.k) saturates as d_k grows: entropy -> 0, max weight -> 1, gradient -> 0",
+       run_scaling_demo},
+      {"lookup", "attention is a soft lookup table: a sharp query returns its key's value, one between keys blends them",
+       run_lookup_demo},
+      {"rope", "<R_i x, R_j y> depends only on j - i; one frequency collides after its period, many do not", run_rope_demo},
+      {"gqa", "MHA vs GQA vs MQA at the same width: parameters, KV-cache bytes per token, decode speed", run_gqa_demo},
+      {"pooling", "a sentence vector by mean pooling vs attention pooling, on real sentences", run_pooling_demo},
+      {"label-smoothing", "with label smoothing the loss bottoms out at the entropy of the smoothed target, not at 0",
+       run_label_smoothing_demo},
+  };
   return all;
 }
 
@@ -16,6 +44,85 @@ const Demo* find_demo(const std::string& name) {
 
 std::string demo_svg_path(const DemoOptions& options, const std::string& name) {
   return options.out.empty() ? "demo-" + name + ".svg" : options.out;
+}
+
+void check_demo_svg_path(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec))
+    throw std::invalid_argument("demo: --out " + path + " is a directory; expected a file name ending in .svg");
+  if (path.size() < 5 || path.compare(path.size() - 4, 4, ".svg") != 0)
+    throw std::invalid_argument("demo: --out " + path + " does not end in .svg; expected a file name like demo.svg");
+}
+
+void save_demo_svg(const DemoOptions& options, const std::string& name, const std::string& svg, std::ostream& out) {
+  const fs::path path = demo_svg_path(options, name);
+  check_demo_svg_path(path.string());
+  std::error_code ec;
+  if (path.has_parent_path()) fs::create_directories(path.parent_path(), ec);
+  if (ec) throw std::runtime_error("demo: cannot create the folder of " + path.string() + ": " + ec.message());
+  train::write_file_atomically(path.string(), svg);
+  out << "SVG written to / 图已写入: " << path.string() << "\n";
+}
+
+std::string verdict(bool held) {
+  return held ? "claim holds / 结论成立" : "claim does NOT hold / 结论不成立";
+}
+
+void print_heading(std::ostream& out, const std::string& title) { out << "\n== " << title << " ==\n"; }
+
+std::string sci(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2e", v);
+  return buf;
+}
+
+std::string fixed(double v, int digits) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+// ---- pictures ------------------------------------------------------------------------------
+
+void draw_heatmap(train::SvgWriter& svg, double x, double y, double cell, const Heatmap& map) {
+  using train::TextStyle;
+  svg.text(x, y - 28, map.title, {.size = train::kLabelFont, .bold = true});
+  for (std::size_t c = 0; c < map.col_labels.size(); ++c)
+    svg.text(x + (c + 0.5) * cell, y - 8, map.col_labels[c], {.size = train::kTickFont, .anchor = "middle"});
+  for (std::size_t r = 0; r < map.m.size(); ++r) {
+    if (r < map.row_labels.size())
+      svg.text(x - 6, y + (r + 0.5) * cell + 4, map.row_labels[r], {.size = train::kTickFont, .anchor = "end"});
+    for (std::size_t c = 0; c < map.m[r].size(); ++c) {
+      const double v = map.m[r][c];
+      const train::Rgb colour = map.signed_values ? train::diverging(v / map.hi)
+                                                  : train::viridis((v - map.lo) / (map.hi - map.lo));
+      svg.rect(x + c * cell, y + r * cell, cell, cell, {.fill = colour.hex(), .stroke = "#ffffff"},
+               train::short_value(v));
+      const std::string ink = colour.luminance() > 0.4 ? "#111111" : "#ffffff";
+      svg.text(x + (c + 0.5) * cell, y + (r + 0.5) * cell + 4, fixed(v, 2),
+               {.size = 10, .anchor = "middle", .fill = ink});
+    }
+  }
+}
+
+void draw_log_bars(train::SvgWriter& svg, double x, double y, double w, const std::vector<std::string>& labels,
+                   const std::vector<double>& values, double threshold, const std::string& title) {
+  constexpr double kRow = 22, kLabelWidth = 230, kFloor = 1e-18;  // log10 of an exact 0 is drawn at 1e-18
+  double lo = std::log10(kFloor), hi = 1;
+  for (double v : values) hi = std::max(hi, std::ceil(std::log10(std::max(v, kFloor))));
+  train::Frame f{x + kLabelWidth, y, w - kLabelWidth, kRow * values.size(), train::make_axis(lo, hi, 6),
+                 train::Axis{0, 1, 1, {}}};
+  train::draw_frame(svg, f, "log10 of the value", "", title, /*grid=*/false);
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const double top = y + i * kRow + 4, v = std::log10(std::max(values[i], kFloor));
+    const bool small = values[i] < threshold;
+    svg.rect(f.px(f.ax.lo), top, f.px(v) - f.px(f.ax.lo), kRow - 8, {.fill = small ? "#4c9f70" : "#d1495b"},
+             labels[i] + ": " + sci(values[i]));
+    svg.text(f.x - 6, top + 11, labels[i], {.size = train::kTickFont, .anchor = "end"});
+    svg.text(f.px(v) + 4, top + 11, sci(values[i]), {.size = 10});
+  }
+  const double t = f.px(std::log10(threshold));
+  svg.line(t, f.y, t, f.y + f.h, {.stroke = "#444444", .dash = "4 3"});
 }
 
 }  // namespace sf::lessons

@@ -7,6 +7,8 @@
 //     bad input for every command is exit status 2 with one line on stderr.
 #include "run_util.h"
 
+#include <stdlib.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <sstream>
@@ -17,6 +19,7 @@
 #include "train/classroom/explain_batch.h"
 #include "train/classroom/gradcheck_suite.h"
 #include "train/classroom/summary.h"
+#include "train/setup.h"
 
 namespace fs = std::filesystem;
 using Catch::Contains;
@@ -34,6 +37,22 @@ using sf::test::read_file;
 using sf::test::run_cli;
 using sf::test::TempDir;
 using sf::test::write_file;
+
+// XDG_CACHE_HOME pointed at a temporary directory while it lives (the scratchformer runs started
+// by run_cli inherit it), so the tokenizer cache of explain-batch stays out of the user's home.
+struct CacheHome {
+  TempDir dir;
+  fs::path path = dir.path / "cache";
+  std::string saved;
+  bool had = false;
+  CacheHome() {
+    if (const char* old = std::getenv("XDG_CACHE_HOME")) had = true, saved = old;
+    ::setenv("XDG_CACHE_HOME", path.c_str(), 1);
+  }
+  ~CacheHome() { had ? ::setenv("XDG_CACHE_HOME", saved.c_str(), 1) : ::unsetenv("XDG_CACHE_HOME"); }
+  CacheHome(const CacheHome&) = delete;
+  CacheHome& operator=(const CacheHome&) = delete;
+};
 
 // Bad input: status 2 and exactly one line on stderr that mentions `what`.
 void require_one_line_error(const std::vector<std::string>& args, const std::string& what) {
@@ -68,7 +87,8 @@ TEST_CASE("gradcheck command runs one module or a topic and lists every check", 
   INFO(one.out << one.err);
   REQUIRE(one.status == 0);
   REQUIRE_THAT(one.out, Contains("module") && Contains("max abs error") && Contains("layer_norm") && Contains("all passed"));
-  REQUIRE(count_of(one.out, "pass\n") == 3);  // x, weight, bias
+  const GradcheckEntry& ln = *find_gradcheck("layer_norm");
+  REQUIRE(count_of(one.out, "pass\n") == gradcheck_rows(ln, ln.run(GradcheckOptions{})).size());  // every row passes
   REQUIRE(one.out.find("rms_norm ") == std::string::npos);
 
   const CliResult topic = run_cli({"gradcheck", "--module", "norms"});
@@ -143,6 +163,10 @@ TEST_CASE("plot bad input is one line and exit status 2", "[classroom][cli][plot
                                        "10\t1\ttrain\tlots\t4.2\t66.7\t0.001\t900\t1.5\t\t3\n");
   require_one_line_error({"plot", dir.path.string()}, "metrics.tsv:2");
   require_one_line_error({"plot", "--config", kReverseConfig, "--what", "positions", "--set", "model.d_modle=8"}, "d_modle");
+  // --out is one file: an existing directory or a name without .svg is refused before any work
+  require_one_line_error({"plot", "--config", kReverseConfig, "--what", "schedule", "--out", dir.path.string()}, "is a directory");
+  require_one_line_error({"plot", "--config", kReverseConfig, "--what", "schedule", "--out", (dir.path / "a.png").string()}, ".svg");
+  CHECK_FALSE(fs::exists(dir.path / "a.png"));
 }
 
 // ================================================================================ explain-batch
@@ -169,11 +193,13 @@ TEST_CASE("explain-batch shows teacher forcing masks and counts of a real batch"
   TempDir run;
   const std::vector<std::string> args = {"explain-batch", "--config", kReverseConfig, "--set", "run.dir=" + run.path.string(),
                                          "--batch", "5"};
+  const CacheHome cache;  // the tokenizer is trained there, not into run.dir
   const CliResult r = run_cli(args);
   INFO(r.out << r.err);
   REQUIRE(r.status == 0);
-  REQUIRE_THAT(r.err, Contains("training one"));  // no tokenizer in the new run directory yet
-  REQUIRE(fs::exists(run.path / "spm.model"));
+  REQUIRE_THAT(r.err, Contains("training one") && Contains(cache.path.string()));  // no tokenizer in run.dir: said where
+  REQUIRE(count_lines(r.err) == 1);
+  REQUIRE(fs::is_empty(run.path));  // nothing written into run.dir
   REQUIRE_THAT(r.out, Contains("batch 5 of ") && Contains("causal mask") && Contains("padding masks") &&
                           Contains("rows (sentence pairs)"));
 
@@ -220,18 +246,43 @@ TEST_CASE("explain-batch shows teacher forcing masks and counts of a real batch"
   REQUIRE(rows * longest == product);
   REQUIRE(product <= 2048);
 
-  // The tokenizer now exists: no training message the second time, the same batch.
+  // The tokenizer is in the cache now: used again (said so), the same batch.
   const CliResult again = run_cli(args);
   REQUIRE(again.status == 0);
-  REQUIRE(again.err.empty());
+  REQUIRE_THAT(again.err, Contains("using the one trained before") && Contains(cache.path.string()));
   REQUIRE(again.out == r.out);
+}
+
+TEST_CASE("explain-batch writes nothing into the run directory unless --keep-tokenizer", "[classroom][cli][batcher]") {
+  TempDir parent;
+  const CacheHome cache;
+  const fs::path run = parent.path / "runs" / "reverse";  // as configs/reverse.toml's runs/reverse, not made yet
+  const std::vector<std::string> args = {"explain-batch", "--config", kReverseConfig, "--set", "run.dir=" + run.string()};
+  const CliResult r = run_cli(args);
+  INFO(r.out << r.err);
+  REQUIRE(r.status == 0);
+  CHECK_FALSE(fs::exists(run));                     // the run directory is still absent
+  CHECK_FALSE(fs::exists(parent.path / "runs"));
+  CHECK_THAT(r.out, Contains(cache.path.string()));  // the header names the tokenizer it used
+  std::vector<std::string> keep = args;
+  keep.push_back("--keep-tokenizer");
+  const CliResult kept = run_cli(keep);
+  REQUIRE(kept.status == 0);
+  CHECK_THAT(kept.err, Contains("--keep-tokenizer") && Contains(run.string()));
+  CHECK(fs::exists(run / "spm.model"));
+  // now the run has its own: used as it is, nothing said, nothing new in the cache
+  const CliResult own = run_cli(args);
+  REQUIRE(own.status == 0);
+  CHECK(own.err.empty());
+  CHECK_THAT(own.out, Contains((run / "spm.model").string()));
 }
 
 TEST_CASE("explain-batch bad input is one line and exit status 2", "[classroom][cli][batcher][errors]") {
   TempDir run;
+  const CacheHome cache;
   const std::string dir = "run.dir=" + run.path.string();
-  // a first run trains the tokenizer (and says so on stderr); errors after it are one line
-  REQUIRE(run_cli({"explain-batch", "--config", kReverseConfig, "--set", dir}).status == 0);
+  // a first run trains the tokenizer into run.dir (and says so on stderr); errors after it are one line
+  REQUIRE(run_cli({"explain-batch", "--config", kReverseConfig, "--set", dir, "--keep-tokenizer"}).status == 0);
   require_one_line_error({"explain-batch"}, "--config");
   require_one_line_error({"explain-batch", "--config", kReverseConfig, "--set", dir, "--batch", "100000"}, "100000");
   require_one_line_error({"explain-batch", "--config", kReverseConfig, "--set", dir, "--batch", "-1"}, "-1");
@@ -263,35 +314,70 @@ const fs::path& tiny_checkpoint() {
 
 }  // namespace
 
-TEST_CASE("attention writes cross and self attention heatmaps of every layer and head", "[classroom][cli][attention]") {
+TEST_CASE("attention writes encoder, decoder self and cross attention heatmaps of every layer and head", "[classroom][cli][attention]") {
   TempDir out;
-  const CliResult r = run_cli({"attention", "--checkpoint", tiny_checkpoint().string(), "--src", "wa mi lo ka", "--out",
+  const CliResult r = run_cli({"attention", "--checkpoint", tiny_checkpoint().string(), "--src", "wa mi lo ka", "--out-dir",
                                out.path.string()});
   INFO(r.out << r.err);
   REQUIRE(r.status == 0);
-  const fs::path cross = out.path / "cross_attention.svg", self = out.path / "self_attention.svg";
-  REQUIRE_THAT(r.out, Contains("translation (greedy)") && Contains(cross.string()) && Contains(self.string()));
-  const std::string cross_doc = read_file(cross), self_doc = read_file(self);
-  require_svg_document(cross_doc);
-  require_svg_document(self_doc);
-  for (const std::string& doc : {cross_doc, self_doc}) {
-    // 2 decoder layers x 2 heads
+  const fs::path cross = out.path / "cross_attention.svg", self = out.path / "self_attention.svg",
+                 encoder = out.path / "encoder_self_attention.svg", overview = out.path / "attention_overview.svg";
+  REQUIRE_THAT(r.out, Contains("translation (greedy)") && Contains(cross.string()) && Contains(self.string()) &&
+                          Contains(encoder.string()) && Contains(overview.string()));
+  const std::string cross_doc = read_file(cross), self_doc = read_file(self), enc_doc = read_file(encoder),
+                    overview_doc = read_file(overview);
+  for (const std::string& doc : {cross_doc, self_doc, enc_doc, overview_doc}) require_svg_document(doc);
+  for (const std::string& doc : {cross_doc, self_doc, enc_doc}) {
+    // 2 layers x 2 heads
     for (const char* map : {"layer 1, head 1", "layer 1, head 2", "layer 2, head 1", "layer 2, head 2"}) REQUIRE_THAT(doc, Contains(map));
     REQUIRE(doc.find("layer 3,") == std::string::npos);
     REQUIRE(doc.find("head 3") == std::string::npos);
   }
   // the source tokens label the cross-attention columns (each piece starts with U+2581)
-  for (const char* piece : {"\u2581wa", "\u2581mi", "\u2581lo", "\u2581ka"}) REQUIRE_THAT(cross_doc, Contains(piece));
+  for (const char* piece : {"\u2581wa", "\u2581mi", "\u2581lo", "\u2581ka"}) {
+    REQUIRE_THAT(cross_doc, Contains(piece));
+    REQUIRE_THAT(enc_doc, Contains(piece));
+  }
   REQUIRE_THAT(cross_doc, Contains("Cross-attention"));
   REQUIRE_THAT(self_doc, Contains("Masked self-attention"));
+  REQUIRE_THAT(enc_doc, Contains("Encoder self-attention (bidirectional)"));
   // self-attention: the decoder input starts with <s> (escaped), and the future is masked
   REQUIRE_THAT(self_doc, Contains("&lt;s&gt;") && Contains("class=\"masked\""));
+  // the encoder is bidirectional: no padding here, so not one cell is masked, 4 x 4 cells per map
+  CHECK(count_of(enc_doc, "class=\"masked\"") == 0);
+  CHECK(count_of(enc_doc, "class=\"cell\"") == 4 * 4 * 4);
+  // the overview: per layer, the encoder's head 1 beside the decoder's head 1
+  for (const char* map : {"encoder layer 1, head 1: bidirectional", "decoder layer 1, head 1: causal",
+                          "encoder layer 2, head 1: bidirectional", "decoder layer 2, head 1: causal"})
+    CHECK_THAT(overview_doc, Contains(map));
+  CHECK(overview_doc.find("head 2") == std::string::npos);
+  CHECK(count_of(overview_doc, "class=\"masked\"") > 0);  // the decoder's triangle
+}
+
+TEST_CASE("attention --pad shows padded source positions masked in the encoder and cross-attention", "[classroom][cli][attention][padding]") {
+  TempDir out;
+  const std::string ck = tiny_checkpoint().string();
+  const CliResult plain = run_cli({"attention", "--checkpoint", ck, "--src", "wa mi lo ka", "--out-dir", out.path.string()});
+  const CliResult r = run_cli({"attention", "--checkpoint", ck, "--src", "wa mi lo ka", "--pad", "2", "--out-dir",
+                               out.path.string()});
+  INFO(r.out << r.err);
+  REQUIRE(plain.status == 0);
+  REQUIRE(r.status == 0);
+  // the same translation: padding is masked, so it changes nothing
+  CHECK(r.out.substr(0, r.out.find('\n')) == plain.out.substr(0, plain.out.find('\n')));
+  const std::string enc_doc = read_file(out.path / "encoder_self_attention.svg");
+  // S = 4 tokens + 2 <pad>: every one of the 6 query rows has the 2 padding keys masked, in 2 x 2 maps
+  CHECK(count_of(enc_doc, "class=\"masked\"") == 6 * 2 * 4);
+  CHECK(count_of(enc_doc, "class=\"cell\"") == 6 * 4 * 4);
+  CHECK_THAT(enc_doc, Contains("&lt;pad&gt;"));
+  const std::string cross_doc = read_file(out.path / "cross_attention.svg");
+  CHECK(count_of(cross_doc, "class=\"masked\"") > 0);
 }
 
 TEST_CASE("attention teacher-forces a given target", "[classroom][cli][attention]") {
   TempDir out;
   const CliResult r = run_cli({"attention", "--checkpoint", tiny_checkpoint().string(), "--src", "wa mi lo ka", "--tgt",
-                               "ka lo mi wa", "--out", out.path.string()});
+                               "ka lo mi wa", "--out-dir", out.path.string()});
   INFO(r.out << r.err);
   REQUIRE(r.status == 0);
   REQUIRE_THAT(r.out, Contains("teacher-forced") && Contains("ka lo mi wa"));
@@ -312,10 +398,41 @@ TEST_CASE("attention bad input is one line and exit status 2", "[classroom][cli]
   std::string too_long;
   for (int i = 0; i < 80; ++i) too_long += "wa ";
   require_one_line_error({"attention", "--checkpoint", ck, "--src", too_long}, "limit");
+  // --out is one file; attention writes several
+  require_one_line_error({"attention", "--checkpoint", ck, "--src", "wa", "--out", (dir.path / "a.svg").string()}, "--out-dir");
+  CHECK_FALSE(fs::exists(dir.path / "a.svg"));
+  write_file(dir.path / "file.txt", "x");
+  require_one_line_error({"attention", "--checkpoint", ck, "--src", "wa", "--out-dir", (dir.path / "file.txt").string()}, "is a file");
+  require_one_line_error({"attention", "--checkpoint", ck, "--src", "wa", "--pad", "-1"}, "--pad");
 }
 
-// summary: for each architecture the lecture's formulas, counted exactly, give the model's own
-// parameter count (configs of all three, with GQA, learned positions, post-norm and a classifier).
+// summary: for each architecture, the lecture's approximation (computed again here), the exact
+// count (the model's own), the difference lines that add up to their gap, and the parts whose
+// exact counts sum to the model's (configs of all three, with GQA, learned positions, post-norm,
+// RMSNorm, SwiGLU, untied embeddings and a classifier).
+namespace {
+
+// "1,234,567" / "+1,024" / "-512" at the start of `text` -> the number.
+double count_at(const std::string& text) {
+  std::string digits;
+  for (char c : text) {
+    if (c == ',') continue;
+    if (!(std::isdigit(static_cast<unsigned char>(c)) || ((c == '-' || c == '+') && digits.empty()))) break;
+    digits += c;
+  }
+  REQUIRE_FALSE(digits.empty());
+  return std::stod(digits);
+}
+
+// The text after `key` on the line that holds it.
+std::string after(const std::string& text, const std::string& key) {
+  const auto at = text.find(key);
+  REQUIRE(at != std::string::npos);
+  return text.substr(at + key.size(), text.find('\n', at) - at - key.size());
+}
+
+}  // namespace
+
 TEST_CASE("summary parameter formulas equal the model's count for every architecture", "[classroom][params]") {
   const std::string configs = std::string(SCRATCHFORMER_SOURCE_DIR) + "/configs/";
   const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
@@ -326,17 +443,45 @@ TEST_CASE("summary parameter formulas equal the model's count for every architec
       {"lm-en.toml", {"model.positional=learned", "model.norm=rmsnorm", "model.activation=swiglu"}},
       {"mlm-de.toml", {"model.norm_position=post"}},
       {"classify-match.toml", {"model.pooling=cls", "data.labels=a,b,c"}}};
+  constexpr std::int64_t kVocab = 500;
   for (const auto& [file, overrides] : cases) {
     const Config cfg = load_config(configs + file, overrides);
-    const std::string text = model_summary(cfg, 500, 16, 1);
+    const std::string text = model_summary(cfg, kVocab, 16, 1);
     INFO(file << "\n" << text);
-    const auto at = text.find("total             formula ");
-    REQUIRE(at != std::string::npos);
-    std::istringstream line(text.substr(at + 26, text.find('\n', at) - at - 26));
-    std::string formula, word, model;
-    line >> formula >> word >> model;
-    CHECK(word == "model");
-    CHECK(formula == model);
+    // the approximation, from the lecture's rule: 12D² per encoder layer or decoder-only block,
+    // 16D² per decoder layer (self + cross-attention + FFN), one V·D table
+    const double D = static_cast<double>(cfg.model.d_model), V = kVocab;
+    const double Le = static_cast<double>(cfg.model.encoder_layers), Ld = static_cast<double>(cfg.model.decoder_layers);
+    const double expected_approx = cfg.model.arch == "encoder-decoder" ? 12 * D * D * Le + 16 * D * D * Ld + V * D
+                                   : cfg.model.arch == "decoder-only"  ? 12 * D * D * Ld + V * D
+                                                                       : 12 * D * D * Le + V * D;
+    const std::string approx_line = after(text, "  approximation     ");
+    CHECK(count_at(approx_line.substr(approx_line.rfind("= ") + 2)) == expected_approx);
+    // the exact count is the model's own
+    Generator gen(0);
+    const auto model = nn::make_model(model_config_from(cfg, kVocab, kVocab), gen);
+    const double exact = count_at(after(text, "  exact             "));
+    CHECK(exact == static_cast<double>(model->parameter_count()));
+    CHECK(count_at(after(text, "  difference        ")) == exact - expected_approx);
+    // the difference lines add up to it, and none is left unexplained
+    CHECK(text.find("not itemised") == std::string::npos);
+    std::istringstream lines(text.substr(text.find("  difference        ")));
+    std::string line;
+    std::getline(lines, line);
+    double sum = 0;
+    std::size_t items = 0;
+    while (std::getline(lines, line) && line.rfind("    ", 0) == 0) {
+      const std::size_t sign = line.find_first_of("+-", 30);  // the count column follows the 26-wide name
+      REQUIRE(sign != std::string::npos);
+      sum += count_at(line.substr(sign));
+      ++items;
+    }
+    CHECK(items >= 2);  // biases and norms at least
+    CHECK(sum == exact - expected_approx);
+    // the parts, counted exactly, sum to the model's count
+    const std::string parts = after(text, "  sum of the parts  ");
+    CHECK(count_at(parts) == exact);
+    CHECK_THAT(parts, Contains("(equal"));
     CHECK_THAT(text, Contains(cfg.model.arch));
   }
 }

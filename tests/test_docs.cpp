@@ -3,7 +3,9 @@
 // section names the folders of the tree. A rename that forgets the docs fails here.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -158,5 +160,101 @@ TEST_CASE("README layout section names every folder of the tree and only those",
       INFO("folder " << rel << "/ is missing from the README's Layout section");
       CHECK(listed.count(rel) == 1);
     }
+  }
+}
+
+// ---- docs/debugging.md: the gdb walkthrough quotes code that is still there ---------------------
+
+namespace {
+
+// The lines of a file, or none if it cannot be read.
+std::vector<std::string> lines_of(const fs::path& path) {
+  std::vector<std::string> out;
+  if (!fs::exists(path)) return out;
+  std::istringstream in(read_file(path.string()));
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+std::string trimmed(const std::string& s) {
+  const auto a = s.find_first_not_of(" \t"), b = s.find_last_not_of(" \t");
+  return a == std::string::npos ? "" : s.substr(a, b - a + 1);
+}
+
+// A repository path inside a gdb line ("at /home/you/scratchformer/nn/attention.cpp:12",
+// "file nn/attention.cpp, line 12") without what comes before the top folder.
+const std::regex kSourcePath(R"(((?:autograd|nn|data|train|tests|tools)/[A-Za-z0-9_/.-]+\.(?:cpp|h|py|sh)))");
+
+// Whether some source file of the library or the tests holds `pattern` (and `also`, if given).
+bool source_holds(const std::regex& pattern, const std::optional<std::regex>& also = std::nullopt) {
+  for (const char* top : {"autograd", "nn", "data", "train", "tests"})
+    for (const auto& entry : fs::recursive_directory_iterator(kRoot / top)) {
+      const auto ext = entry.path().extension();
+      if (!entry.is_regular_file() || (ext != ".cpp" && ext != ".h")) continue;
+      const std::string text = read_file(entry.path().string());
+      if (std::regex_search(text, pattern) && (!also || std::regex_search(text, *also))) return true;
+    }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("docs debugging walkthrough names functions, files and source lines that exist", "[docs][gdb]") {
+  const std::vector<std::string> doc = lines_of(kRoot / "docs" / "debugging.md");
+  REQUIRE(doc.size() > 100);
+  const std::regex file_line(R"(((?:autograd|nn|data|train|tests|tools)/[A-Za-z0-9_/.-]+\.(?:cpp|h)):([0-9]+))");
+  const std::regex listing(R"(^(?:[0-9]+|…)\t(.*)$)");  // gdb's "LINE<TAB>source" ("…" where the number is left out)
+  const std::regex breakpoint(R"(^\(gdb\) (?:break|tbreak|advance) ([A-Za-z_:][A-Za-z0-9_:]*)\s*$)");
+  const std::regex backticked(R"(`((?:autograd|nn|data|train|tests|tools|configs|docs)/[A-Za-z0-9_/.-]+\.(?:cpp|h|py|sh|toml|md))`)");
+  std::string current_file;  // the file of the last frame or breakpoint line above
+  std::size_t quoted = 0, functions = 0;
+  for (std::size_t i = 0; i < doc.size(); ++i) {
+    const std::string& line = doc[i];
+    INFO("docs/debugging.md:" << i + 1 << ": " << line);
+    std::smatch m;
+    for (std::sregex_iterator it(line.begin(), line.end(), file_line), end; it != end; ++it) {
+      // a FILE:LINE left in the doc must land on the line it shows (the listing below it, if any)
+      const auto file = lines_of(kRoot / std::string((*it)[1]));
+      const std::size_t n = std::stoul((*it)[2]);
+      CHECK(n <= file.size());
+      std::smatch next;
+      if (i + 1 < doc.size() && std::regex_match(doc[i + 1], next, listing) && n <= file.size())
+        CHECK(trimmed(file[n - 1]) == trimmed(next[1]));
+    }
+    for (std::sregex_iterator it(line.begin(), line.end(), backticked), end; it != end; ++it)
+      CHECK(fs::exists(kRoot / std::string((*it)[1])));
+    if (std::regex_search(line, m, kSourcePath) && line.rfind("(gdb)", 0) != 0) current_file = m[1];
+    if (std::regex_match(line, m, listing) && !current_file.empty()) {
+      // a source line gdb listed is still in that file
+      const auto file = lines_of(kRoot / current_file);
+      const std::string code = trimmed(m[1]);
+      INFO("expected in " << current_file << ": " << code);
+      CHECK(std::any_of(file.begin(), file.end(), [&](const std::string& l) { return trimmed(l) == code; }));
+      ++quoted;
+    }
+    if (std::regex_match(line, m, breakpoint)) {
+      // `break sf::nn::MultiHeadAttention::forward` -> "MultiHeadAttention::forward" is defined
+      // somewhere; `break weights_of` -> "weights_of(" is
+      std::string name = m[1];
+      const auto last = name.rfind("::");
+      const auto previous = last == std::string::npos ? std::string::npos : name.rfind("::", last - 1);
+      const std::string tail = previous == std::string::npos ? name : name.substr(previous + 2);
+      INFO("the function `" << name << "` a breakpoint names");
+      const auto sep = tail.find("::");
+      // defined out of class (Class::method(...)), or in the class body (struct Class ... method(...))
+      CHECK((source_holds(std::regex("\\b" + tail + "\\s*\\(")) ||
+             (sep != std::string::npos &&
+              source_holds(std::regex("(?:struct|class)\\s+" + tail.substr(0, sep) + "\\b"),
+                           std::regex("\\b" + tail.substr(sep + 2) + "\\s*\\(")))));
+      ++functions;
+    }
+  }
+  CHECK(quoted > 10);
+  CHECK(functions >= 5);
+  // the gdb commands the page uses are defined by the printers
+  const std::string printers = read_file((kRoot / "tools" / "gdb" / "scratchformer_printers.py").string());
+  for (const char* command : {"sf-print", "sf-graph", "sf-grad"}) {
+    INFO("docs/debugging.md uses " << command);
+    CHECK(printers.find("\"" + std::string(command) + "\", gdb.COMMAND_DATA") != std::string::npos);
   }
 }

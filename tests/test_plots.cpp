@@ -7,12 +7,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "train/classroom/plots.h"
+#include "train/config.h"
+#include "train/schedule.h"
 
 namespace fs = std::filesystem;
 using Catch::Contains;
@@ -197,6 +200,7 @@ Rgb parse_hex(const std::string& hex) {
 
 using sf::test::read_file;  // tests/test_util.h
 using sf::test::TempDir;
+using sf::test::write_file;
 
 const std::string kHeader = "step\tepoch\tkind\tloss\tnll\tppl\tlr\ttokens_per_s\tgrad_norm\tbleu\telapsed_s\n";
 
@@ -376,6 +380,46 @@ TEST_CASE("Training curves replace the steps a resumed run logs again", "[plots]
   CHECK(empty.find("no loss logged yet") != std::string::npos);
 }
 
+TEST_CASE("The learning-rate panel draws the run's schedule at every step, so its peak is the schedule's", "[plots][curves][schedule]") {
+  // configs/reverse.toml with the warmup ending at step 75, logged every 50 steps: 50 and 100
+  // miss the peak, which the schedule has at the end of the warmup.
+  const Config cfg = load_config(std::string(SCRATCHFORMER_SOURCE_DIR) + "/configs/reverse.toml", {"train.warmup_steps=75"});
+  const Schedule schedule{parse_schedule(cfg.train.schedule), cfg.train.lr, cfg.train.min_lr, cfg.train.warmup_steps,
+                          cfg.train.max_steps, cfg.model.d_model};
+  constexpr int kLogEvery = 50, kLastStep = 300;
+  double logged_peak = 0, true_peak = 0;
+  std::int64_t true_peak_step = 0;
+  std::string text = kHeader;
+  for (int step = kLogEvery; step <= kLastStep; step += kLogEvery) {
+    text += row(step, "train", "3", "2.5", std::to_string(schedule.at(step)), "");
+    logged_peak = std::max(logged_peak, schedule.at(step));
+  }
+  for (std::int64_t step = 1; step <= kLastStep; ++step)
+    if (schedule.at(step) > true_peak) true_peak = schedule.at(step), true_peak_step = step;
+  REQUIRE(true_peak_step == 75);
+  REQUIRE(logged_peak < true_peak);  // the logged rows alone would draw a lower peak
+
+  TempDir run;
+  const std::string metrics = (run.path / "metrics.tsv").string();
+  write_file(metrics, text);
+  // without the run's config: the logged values, and the note says the peak may be missed
+  const std::string logged_only = training_curves_svg(metrics);
+  REQUIRE_WELL_FORMED(logged_only);
+  CHECK(count_of(logged_only, "class=\"lr-schedule\"") == 0);
+  CHECK_THAT(logged_only, Contains("peak lr " + short_value(logged_peak) + " at step 100") && Contains("no readable config.toml"));
+
+  // with the config.toml the trainer saves beside metrics.tsv: the schedule at every step
+  write_file((run.path / "config.toml").string(), to_toml(cfg));
+  const std::string svg = training_curves_svg(metrics);
+  REQUIRE_WELL_FORMED(svg);
+  const auto curve = polyline_points(svg, "lr-schedule");
+  CHECK(curve.size() == static_cast<std::size_t>(kLastStep));  // one point per step (fewer than thin_points keeps)
+  CHECK_THAT(svg, Contains("peak lr " + short_value(true_peak) + " at step 75 (the config.toml schedule"));
+  // its highest point (smallest y in px) is at step 75: the 75th of the 300 points
+  const auto top = std::min_element(curve.begin(), curve.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+  CHECK(top - curve.begin() == 74);
+}
+
 TEST_CASE("Training curves report bad metrics files with path and line", "[plots][curves][errors]") {
   TempDir dir;
   const std::string missing = (dir.path / "nowhere.tsv").string();
@@ -462,4 +506,91 @@ TEST_CASE("write_file_atomically replaces the file and leaves no temp file", "[p
   const std::string unreachable = (dir.path / "no_such_dir" / "picture.svg").string();
   REQUIRE_THROWS_AS(write_file_atomically(unreachable, "x"), std::runtime_error);
   REQUIRE_THROWS_WITH(write_file_atomically(unreachable, "x"), Contains(unreachable));
+}
+
+// ---- Chinese text: a font that fontconfig resolves covers it ----
+
+namespace {
+
+// The standard output of a shell command ("" if it cannot run).
+std::string output_of(const std::string& command) {
+  std::string out;
+  if (FILE* p = ::popen(command.c_str(), "r")) {
+    char buf[512];
+    for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+    ::pclose(p);
+  }
+  return out;
+}
+
+// The wide (CJK) code points of `text`, each once, as fontconfig's hex charset list "6211 7231 ...".
+std::string cjk_charset(const std::string& text) {
+  std::vector<char32_t> seen;
+  for (std::size_t i = 0; i < text.size();) {
+    const auto b = static_cast<unsigned char>(text[i]);
+    const int extra = b < 0x80 ? 0 : (b & 0xE0) == 0xC0 ? 1 : (b & 0xF0) == 0xE0 ? 2 : 3;
+    char32_t cp = extra == 0 ? b : b & (0x3F >> extra);
+    for (int k = 1; k <= extra && i + k < text.size(); ++k) cp = (cp << 6) | (static_cast<unsigned char>(text[i + k]) & 0x3F);
+    i += extra + 1;
+    if (cp >= 0x2E80 && cp <= 0x9FFF && std::find(seen.begin(), seen.end(), cp) == seen.end()) seen.push_back(cp);
+  }
+  std::string list;
+  for (char32_t cp : seen) {
+    char hex[16];
+    std::snprintf(hex, sizeof hex, "%x", static_cast<unsigned>(cp));
+    list += (list.empty() ? "" : " ") + std::string(hex);
+  }
+  return list;
+}
+
+// The families of the <svg> element's font-family attribute, in order, without the generic one.
+std::vector<std::string> svg_font_families(const std::string& svg) {
+  const std::size_t at = svg.find("font-family=\"");
+  if (at == std::string::npos) return {};
+  const std::string list = svg.substr(at + 13, svg.find('"', at + 13) - at - 13);
+  std::vector<std::string> out;
+  std::istringstream in(list);
+  for (std::string f; std::getline(in, f, ',');) {
+    f.erase(0, f.find_first_not_of(' '));
+    if (!f.empty() && f != "sans-serif" && f != "serif" && f != "monospace") out.push_back(f);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("A Chinese attention figure names a font family that covers its characters", "[plots][attention][fonts]") {
+  const std::vector<std::string> zh = {"<s>", "我", "爱", "北京", "</s>"};
+  const std::string svg = attention_heatmaps_svg({{"layer 1, head 1", zh, zh, attention_map(5, 5, true)}}, 1,
+                                                 "自注意力 self-attention: \"我爱北京\"");
+  REQUIRE_WELL_FORMED(svg);
+  const std::vector<std::string> families = svg_font_families(svg);
+  const std::string charset = cjk_charset(svg);
+  REQUIRE(count_of(charset, " ") + 1 == 8);  // 我 爱 北 京 自 注 意 力
+  REQUIRE(std::find(families.begin(), families.end(), "Noto Sans CJK SC") != families.end());
+
+  if (output_of("command -v fc-list").empty()) {
+    WARN("SKIPPED: fontconfig's fc-list is not installed (Debian: apt-get install fontconfig), so which fonts "
+         "cover Chinese cannot be checked");
+    return;
+  }
+  // A viewer takes each character from the first listed family that has it: one installed family
+  // must cover every Chinese character of the picture (fc-list's charset is "contains all of").
+  std::string covering;
+  for (const std::string& family : families) {
+    const std::string found = output_of("fc-list --format='%{file}\\n' ':family=" + family + ":charset=" + charset + "'");
+    if (!found.empty() && covering.empty()) covering = family + " (" + found.substr(0, found.find('\n')) + ")";
+  }
+  INFO("font-family list: " << svg.substr(svg.find("font-family="), 160) << "\nChinese code points: " << charset
+                            << "\nfonts with Chinese here: " << output_of("fc-list ':lang=zh' family"));
+  INFO("no listed family is an installed font covering them: install one, e.g. Debian's fonts-wqy-microhei "
+       "(tools/install-deps.sh)");
+  REQUIRE_FALSE(covering.empty());
+  // and fontconfig's own choice for the list, asked for these characters, covers them too
+  std::string pattern;
+  for (const std::string& f : families) pattern += (pattern.empty() ? "" : ",") + f;
+  const std::string chosen = output_of("fc-match --format='%{family}' '" + pattern + ":charset=" + charset + "'");
+  const std::string chosen_family = chosen.substr(0, chosen.find(','));
+  INFO("fc-match chose " << chosen);
+  CHECK_FALSE(output_of("fc-list --format='%{file}\\n' ':family=" + chosen_family + ":charset=" + charset + "'").empty());
 }

@@ -15,6 +15,8 @@ packages=(
   libfmt-dev                         # formatting
   openmpi-bin libopenmpi-dev         # data-parallel training: mpirun -np N (train/distributed/distributed.h)
   gdb                                # the debugger test (tests/gdb) and docs/debugging.md
+  fontconfig fonts-wqy-microhei      # a CJK font for the SVGs' Chinese text (5 MB; fonts-noto-cjk is 91 MB),
+                                     # and fc-list / fc-match, with which tests/test_plots.cpp checks it
   clang-14 libclang-rt-14-dev libomp-14-dev   # libFuzzer targets (tests/fuzz, tools/run_fuzzers.sh)
 )
 

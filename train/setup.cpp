@@ -6,6 +6,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <ostream>
+#include <system_error>
+#include <vector>
 
 #include "nn/feed_forward.h"
 #include "train/checkpoint.h"
@@ -83,6 +86,59 @@ Tokenizers load_or_train_tokenizers(const Config& cfg, std::uint64_t seed) {
                                          cfg.data.tokenizer_type, seed),
           data::Tokenizer::load_or_train({cfg.data.train_tgt}, (dir / "spm.tgt.model").string(), vocab,
                                          cfg.data.tokenizer_type, seed)};
+}
+
+bool tokenizers_exist(const Config& cfg, const std::string& dir) {
+  const fs::path d(dir);
+  if (cfg.data.joint_tokenizer || cfg.data.task != "translation") return fs::exists(d / "spm.model");
+  return fs::exists(d / "spm.src.model") && fs::exists(d / "spm.tgt.model");
+}
+
+namespace {
+
+// FNV-1a, 64 bits: the same value on every machine and every run (std::hash promises neither).
+std::uint64_t fnv1a(const std::string& text) {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  for (const unsigned char c : text) h = (h ^ c) * 0x100000001b3ULL;
+  return h;
+}
+
+// A training file as the cache key sees it: its absolute path, size and modification time.
+std::string file_identity(const std::string& path) {
+  std::error_code ec;
+  const fs::path p = fs::absolute(path, ec);
+  const auto size = fs::file_size(p, ec);
+  const auto time = fs::last_write_time(p, ec).time_since_epoch().count();
+  return p.string() + "|" + std::to_string(ec ? 0 : size) + "|" + std::to_string(ec ? 0 : time);
+}
+
+}  // namespace
+
+std::string tokenizer_cache_dir(const Config& cfg, std::uint64_t seed) {
+  std::string key = cfg.data.task + "|" + (cfg.data.joint_tokenizer ? "joint" : "separate") + "|" +
+                    std::to_string(cfg.data.tokenizer_vocab_size) + "|" + cfg.data.tokenizer_type + "|" + std::to_string(seed);
+  for (const std::string& symbol : task_symbols(cfg)) key += "|" + symbol;
+  const std::vector<std::string> files = cfg.data.task == "translation" ? std::vector<std::string>{cfg.data.train_src, cfg.data.train_tgt}
+                                                                        : std::vector<std::string>{cfg.data.train_file};
+  for (const std::string& f : files) key += "|" + file_identity(f);
+  char hex[20];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fnv1a(key)));
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  const char* home = std::getenv("HOME");
+  const fs::path base = xdg && *xdg ? fs::path(xdg) : home && *home ? fs::path(home) / ".cache" : fs::temp_directory_path();
+  return (base / "scratchformer" / "tokenizers" / hex).string();
+}
+
+Tokenizers load_or_train_tokenizers_outside_run(const Config& cfg, std::uint64_t seed, std::ostream& log) {
+  if (tokenizers_exist(cfg, cfg.run.dir)) return load_or_train_tokenizers(cfg, seed);  // the run's own: nothing written
+  Config cached = cfg;
+  cached.run.dir = tokenizer_cache_dir(cfg, seed);
+  const bool trained = !tokenizers_exist(cached, cached.run.dir);
+  log << "scratchformer: no tokenizer in " << cfg.run.dir << "; "
+      << (trained ? "training one on the training corpus (as `train` would) into " : "using the one trained before in ")
+      << cached.run.dir << " (run.dir is left untouched)\n";
+  fs::create_directories(cached.run.dir);
+  return load_or_train_tokenizers(cached, seed);
 }
 
 Tokenizers load_tokenizers(const Config& cfg, const std::string& run_dir) {

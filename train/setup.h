@@ -2,6 +2,7 @@
 // hyper-parameters, the tokenizers, a model loaded from a checkpoint for translation.
 #pragma once
 
+#include <iosfwd>
 #include <memory>
 #include <string>
 
@@ -23,6 +24,20 @@ using data::Tokenizers;  // the run's source and target tokenizers (data/tokeniz
 // (with the symbols the task needs, train/task.h). lm, mlm and classify have one (spm.model),
 // held in both fields.
 Tokenizers load_or_train_tokenizers(const Config& cfg, std::uint64_t seed);
+// True when `dir` holds the tokenizer files of cfg (spm.model, or spm.src.model and spm.tgt.model).
+bool tokenizers_exist(const Config& cfg, const std::string& dir);
+// The directory outside the project where a classroom command (explain-batch) keeps the
+// tokenizers it has to train for a run that has none yet, so that it never writes into run.dir
+// unasked: $XDG_CACHE_HOME/scratchformer/tokenizers/KEY ($HOME/.cache when XDG_CACHE_HOME is unset,
+// the system temp directory when HOME is too). KEY is a hash of everything the tokenizer depends
+// on (task, training files with their sizes and times, vocabulary size and type, symbols, seed),
+// so a changed corpus or config gets a new one. A cache rather than a temp directory removed
+// afterwards: SentencePiece takes seconds to minutes on a real corpus, and a class runs the
+// command again and again (--batch 0, 1, 2, ...). `rm -rf ~/.cache/scratchformer` clears it.
+std::string tokenizer_cache_dir(const Config& cfg, std::uint64_t seed);
+// run.dir's tokenizers when they exist (nothing written); otherwise those in
+// tokenizer_cache_dir, trained there first if needed. One line on `log` says which and where.
+Tokenizers load_or_train_tokenizers_outside_run(const Config& cfg, std::uint64_t seed, std::ostream& log);
 // Loads the tokenizers that sit beside a checkpoint (its directory is the run directory).
 Tokenizers load_tokenizers(const Config& cfg, const std::string& run_dir);
 

@@ -16,6 +16,10 @@
 # Commands (see `help sf-print`, `help sf-graph`):
 #   sf-print [-n MAX] EXPR    every value of a tensor, one row of the last dimension per line
 #   sf-graph [-d DEPTH] EXPR  the autograd graph below a tensor or a node, one op per line
+#   sf-grad [-n MAX] EXPR     a tensor's accumulated gradient, as sf-print prints it, read from
+#                             TensorImpl::grad: no call into the program, unlike `p t.grad()`
+#                             (which fails on VMs where gdb cannot call functions:
+#                             "Couldn't write extended state status")
 #
 # Loading: programs that link autograd name this file in their .debug_gdb_scripts section
 # (autograd/runtime/gdb_autoload.cpp), so gdb loads it by itself once the repository is a safe path:
@@ -423,17 +427,55 @@ MAX is rounded up to whole rows. `$` (the last value printed, e.g. by `finish`) 
         if impl is None:
             gdb.write("%s: undefined tensor\n" % expr)
             return
-        try:
-            view = TensorView(impl)
-            row = view.shape[-1] if view.shape and view.shape[-1] > 0 else 1
-            values = view.values(-(-limit // row) * row)  # whole rows: round up to a multiple
-        except NotATensor as e:
-            raise gdb.GdbError("%s: not constructed yet? %s" % (expr, e))
-        gdb.write(view.header() + "\n")
-        gdb.write(_rows_text(view.shape, [format_value(v, view.dtype) for v in values]))
-        if view.numel() > len(values):
-            gdb.write("... %d more values (sf-print -n %d %s shows them all)\n"
-                      % (view.numel() - len(values), view.numel(), expr))
+        _write_values(impl, expr, limit, "sf-print")
+
+
+def _write_values(impl, expr, limit, command):
+    """sf-print's output for the TensorImpl `impl`: the header, then up to `limit` values (whole
+    rows of the last dimension) under [i, j, :, :] headers. `command` names the command in the hint."""
+    try:
+        view = TensorView(impl)
+        row = view.shape[-1] if view.shape and view.shape[-1] > 0 else 1
+        values = view.values(-(-limit // row) * row)  # whole rows: round up to a multiple
+    except NotATensor as e:
+        raise gdb.GdbError("%s: not constructed yet? %s" % (expr, e))
+    gdb.write(view.header() + "\n")
+    gdb.write(_rows_text(view.shape, [format_value(v, view.dtype) for v in values]))
+    if view.numel() > len(values):
+        gdb.write("... %d more values (%s -n %d %s shows them all)\n"
+                  % (view.numel() - len(values), command, view.numel(), expr))
+
+
+class SfGrad(gdb.Command):
+    """Print a tensor's accumulated gradient (what t.grad() returns) without calling the program.
+
+Usage: sf-grad [-n MAX] EXPR
+EXPR is an sf::Tensor, an sf::TensorImpl or a pointer to one. The gradient is read from the
+TensorImpl's `grad` field, so this works where `p t.grad()` cannot run (a core file, or a VM
+on which gdb says "Couldn't write extended state status" for any call), and prints like sf-print:
+
+  (gdb) sf-grad -n 8 attn.q_proj->weight
+  grad of attn.q_proj->weight: shape=(16, 16) dtype=float32 strides=(16, 1) requires_grad=false
+  [-0.4672, -1.7831, -2.0661, -0.0651, -0.8996, -2.8687, -0.7667, -3.1208, ...]
+
+The same by hand: p *t.impl_._M_ptr->grad._M_ptr (one line), or the raw floats with
+x/8f (float*)t.impl_._M_ptr->grad._M_ptr->storage._M_ptr->data"""
+
+    def __init__(self):
+        super().__init__("sf-grad", gdb.COMMAND_DATA, gdb.COMPLETE_EXPRESSION)
+
+    def invoke(self, arg, from_tty):
+        limit, expr = _parse_args(arg, "-n", SF_PRINT_MAX, "sf-grad [-n MAX] EXPR")
+        impl = _impl_of(gdb.parse_and_eval(expr))
+        if impl is None:
+            gdb.write("%s: undefined tensor\n" % expr)
+            return
+        grad = _shared_ptr_get(impl["grad"])
+        if not int(grad):
+            gdb.write("%s: no gradient yet (backward has not reached it, or it needs none)\n" % expr)
+            return
+        gdb.write("grad of %s: " % expr)
+        _write_values(grad.dereference(), expr, limit, "sf-grad")
 
 
 def _rows_text(shape, texts):
@@ -550,3 +592,4 @@ else:
     gdb.events.new_objfile.connect(_on_new_objfile)
 SfPrint()
 SfGraph()
+SfGrad()

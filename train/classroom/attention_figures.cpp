@@ -4,6 +4,7 @@
 // Letters: S source length, T target length (+1 for BOS / EOS), H heads.
 #include "train/classroom/attention_figures.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <stdexcept>
 #include <utility>
@@ -26,22 +27,24 @@ namespace sf::train {
 
 namespace {
 
-// Sets capture_weights on every decoder layer's self- and cross-attention while it lives, and
-// clears it (and the captured tensors) again afterwards.
-class CaptureDecoderAttention {
+// Sets capture_weights on every attention of the model (encoder self-attention, decoder self-
+// and cross-attention) while it lives, and clears it (and the captured tensors) again afterwards.
+class CaptureAttention {
  public:
-  explicit CaptureDecoderAttention(const nn::Seq2SeqTransformer& model) : model_(model) { set(true); }
-  ~CaptureDecoderAttention() { set(false); }
-  CaptureDecoderAttention(const CaptureDecoderAttention&) = delete;
-  CaptureDecoderAttention& operator=(const CaptureDecoderAttention&) = delete;
+  explicit CaptureAttention(const nn::Seq2SeqTransformer& model) : model_(model) { set(true); }
+  ~CaptureAttention() { set(false); }
+  CaptureAttention(const CaptureAttention&) = delete;
+  CaptureAttention& operator=(const CaptureAttention&) = delete;
 
  private:
   void set(bool on) {
-    for (const auto& layer : *model_.decoder->layers)
-      for (nn::MultiHeadAttention* m : {layer->self_attn.get(), layer->cross_attn.get()}) {
-        m->capture_weights = on;
-        if (!on) m->last_weights = Tensor();
-      }
+    std::vector<nn::MultiHeadAttention*> all;
+    for (const auto& layer : *model_.encoder->layers) all.push_back(layer->self_attn.get());
+    for (const auto& layer : *model_.decoder->layers) all.insert(all.end(), {layer->self_attn.get(), layer->cross_attn.get()});
+    for (nn::MultiHeadAttention* m : all) {
+      m->capture_weights = on;
+      if (!on) m->last_weights = Tensor();
+    }
   }
   const nn::Seq2SeqTransformer& model_;
 };
@@ -67,18 +70,21 @@ std::vector<std::string> pieces_of(const data::Tokenizer& tok, const std::vector
   return out;
 }
 
+// weights (1,H,Tq,Tk) -> head h's map (Tq,Tk), titled `title`.
+Heatmap head_map(const Tensor& weights, std::int64_t h, const std::string& title, const std::vector<std::string>& rows,
+                 const std::vector<std::string>& cols) {
+  const std::int64_t Tq = weights.size(2), Tk = weights.size(3);
+  return Heatmap{title, rows, cols, reshape(contiguous(narrow(weights, 1, h, 1)), {Tq, Tk})};  // (Tq,Tk)
+}
+
+std::string layer_head(std::size_t layer, std::int64_t h) {
+  return "layer " + std::to_string(layer + 1) + ", head " + std::to_string(h + 1);
+}
+
 // weights (1,H,Tq,Tk) -> one Heatmap per head, titled "layer L, head h".
 void add_head_maps(std::vector<Heatmap>& maps, const Tensor& weights, std::size_t layer,
                    const std::vector<std::string>& rows, const std::vector<std::string>& cols) {
-  const std::int64_t H = weights.size(1), Tq = weights.size(2), Tk = weights.size(3);
-  for (std::int64_t h = 0; h < H; ++h) {
-    Heatmap m;
-    m.title = "layer " + std::to_string(layer + 1) + ", head " + std::to_string(h + 1);
-    m.row_labels = rows;
-    m.col_labels = cols;
-    m.weights = reshape(contiguous(narrow(weights, 1, h, 1)), {Tq, Tk});  // (Tq,Tk)
-    maps.push_back(std::move(m));
-  }
+  for (std::int64_t h = 0; h < weights.size(1); ++h) maps.push_back(head_map(weights, h, layer_head(layer, h), rows, cols));
 }
 
 // At most `n` characters of `text` (whole UTF-8 characters), with "…" when cut.
@@ -149,10 +155,11 @@ std::vector<std::int64_t> single_stack_sequence(const InferenceModel& im, const 
 }
 
 // A decoder-only or encoder-only model: its one stack's self-attention over one sequence.
-AttentionFigures single_stack_figures(const InferenceModel& im, const std::string& text) {
+AttentionFigures single_stack_figures(const InferenceModel& im, const std::string& text, std::int64_t pad) {
   const nn::Model& model = *im.model;
   AttentionFigures fig;
-  const std::vector<std::int64_t> seq = single_stack_sequence(im, text, fig.translation);
+  std::vector<std::int64_t> seq = single_stack_sequence(im, text, fig.translation);
+  seq.insert(seq.end(), static_cast<std::size_t>(pad), data::kPadId);  // as a batch pads a shorter row
   if (static_cast<std::int64_t>(seq.size()) > model.config().max_len)
     throw std::invalid_argument("attention: the sequence is " + std::to_string(seq.size()) + " tokens, more than model.max_len " +
                                 std::to_string(model.config().max_len));
@@ -178,24 +185,67 @@ AttentionFigures single_stack_figures(const InferenceModel& im, const std::strin
   return fig;
 }
 
+// The maps of one encoder-decoder pass over `src` (1,S) and `tgt_in` (1,T), every attention
+// capturing its weights: the encoder's self-attention (S x S), the decoder's self-attention
+// (T x T) and cross-attention (T x S), per layer and head, and the overview pairs.
+struct EncoderDecoderMaps {
+  std::vector<Heatmap> encoder, self, cross, overview;
+};
+EncoderDecoderMaps encoder_decoder_maps(const nn::Seq2SeqTransformer& model, const Tensor& src, const Tensor& tgt_in,
+                                        const AttentionFigures& fig) {
+  EncoderDecoderMaps maps;
+  CaptureAttention capture(model);
+  const auto enc = model.encode(src);
+  model.decode(tgt_in, enc);  // the full decoder, no cache
+  const auto& enc_layers = *model.encoder->layers;
+  const auto& dec_layers = *model.decoder->layers;
+  for (std::size_t l = 0; l < enc_layers.size(); ++l)
+    add_head_maps(maps.encoder, enc_layers[l].self_attn->last_weights, l, fig.source_pieces, fig.source_pieces);  // (1,H,S,S)
+  for (std::size_t l = 0; l < dec_layers.size(); ++l) {
+    add_head_maps(maps.cross, dec_layers[l].cross_attn->last_weights, l, fig.produced, fig.source_pieces);  // (1,H,T,S)
+    add_head_maps(maps.self, dec_layers[l].self_attn->last_weights, l, fig.produced, fig.decoder_inputs);   // (1,H,T,T)
+  }
+  for (std::size_t l = 0; l < std::min(enc_layers.size(), dec_layers.size()); ++l) {
+    maps.overview.push_back(head_map(enc_layers[l].self_attn->last_weights, 0, "encoder " + layer_head(l, 0) + ": bidirectional",
+                                     fig.source_pieces, fig.source_pieces));
+    maps.overview.push_back(head_map(dec_layers[l].self_attn->last_weights, 0, "decoder " + layer_head(l, 0) + ": causal",
+                                     fig.produced, fig.decoder_inputs));
+  }
+  return maps;
+}
+
+// The decoder's input BOS y1 .. yn and what each position produces, y1 .. yn EOS (the last token
+// of y instead of EOS when the length limit, not EOS, ended the greedy translation).
+void decoder_rows(const Tokenizers& tok, const std::vector<std::int64_t>& y, bool ends_with_eos,
+                  std::vector<std::int64_t>& tgt_in, AttentionFigures& fig) {
+  tgt_in = {data::kBosId};
+  tgt_in.insert(tgt_in.end(), y.begin(), ends_with_eos ? y.end() : y.end() - 1);
+  std::vector<std::int64_t> produced(tgt_in.begin() + 1, tgt_in.end());
+  produced.push_back(ends_with_eos ? data::kEosId : y.back());
+  fig.decoder_inputs = pieces_of(tok.tgt, tgt_in);
+  fig.produced = pieces_of(tok.tgt, produced);
+}
+
 }  // namespace
 
 AttentionFigures attention_figures(const InferenceModel& im, const std::string& source,
-                                   const std::optional<std::string>& target) {
+                                   const std::optional<std::string>& target, std::int64_t pad) {
+  if (pad < 0) throw std::invalid_argument("attention: --pad must be >= 0, got " + std::to_string(pad));
   const auto* encoder_decoder = dynamic_cast<const nn::Seq2SeqTransformer*>(im.model.get());
   if (!encoder_decoder) {
     if (target) throw std::invalid_argument("attention: --tgt is for an encoder-decoder; a " + im.config.model.arch +
                                             " model reads one sequence (--src)");
-    return single_stack_figures(im, source);
+    return single_stack_figures(im, source, pad);
   }
   const nn::Seq2SeqTransformer& model = *encoder_decoder;
   const Tokenizers& tok = *im.tokenizers;
   const std::int64_t limit = im.config.model.max_len - 2;
-  const std::vector<std::int64_t> src_ids = encode_sentence(tok.src, source, "--src", limit);
+  std::vector<std::int64_t> src_ids = encode_sentence(tok.src, source, "--src", limit);
   const auto S = static_cast<std::int64_t>(src_ids.size());
+  if (S + pad > im.config.model.max_len)
+    throw std::invalid_argument("attention: --src (" + std::to_string(S) + " tokens) and --pad " + std::to_string(pad) +
+                                " are more than model.max_len " + std::to_string(im.config.model.max_len));
   NoGradGuard no_grad;
-  const Tensor src = from_vector<std::int64_t>(src_ids, {1, S});  // (1,S)
-
   AttentionFigures fig;
   // y: the target tokens (no BOS/EOS); ends_with_eos: whether the last decoder position produces EOS
   std::vector<std::int64_t> y;
@@ -204,41 +254,30 @@ AttentionFigures attention_figures(const InferenceModel& im, const std::string& 
     y = encode_sentence(tok.tgt, *target, "--tgt", limit);
     fig.teacher_forced = true;
   } else {
-    DecodeOptions opt;  // greedy, with the KV cache (fast); the weights come from the pass below
-    y = greedy_decode(model, src, opt).at(0);
+    DecodeOptions opt;  // greedy, with the KV cache (fast), from the unpadded source; the weights come from the pass below
+    y = greedy_decode(model, from_vector<std::int64_t>(src_ids, {1, S}), opt).at(0);
     // Stopped by the length limit instead of EOS: the last generated token is then a row of its own.
     ends_with_eos = static_cast<std::int64_t>(y.size()) < max_target_length(model, S, opt);
   }
   fig.translation = tok.tgt.decode(y);
-  // decoder input BOS y1 .. yn, producing y1 .. yn EOS (without the final EOS if the limit was hit)
-  std::vector<std::int64_t> tgt_in{data::kBosId};
-  tgt_in.insert(tgt_in.end(), y.begin(), ends_with_eos ? y.end() : y.end() - 1);
-  std::vector<std::int64_t> produced(tgt_in.begin() + 1, tgt_in.end());
-  produced.push_back(ends_with_eos ? data::kEosId : y.back());
-  const auto T = static_cast<std::int64_t>(tgt_in.size());
-
+  std::vector<std::int64_t> tgt_in;
+  decoder_rows(tok, y, ends_with_eos, tgt_in, fig);
+  src_ids.insert(src_ids.end(), static_cast<std::size_t>(pad), data::kPadId);  // as a batch pads a shorter row
   fig.source_pieces = pieces_of(tok.src, src_ids);
-  fig.decoder_inputs = pieces_of(tok.tgt, tgt_in);
-  fig.produced = pieces_of(tok.tgt, produced);
 
-  std::vector<Heatmap> cross_maps, self_maps;
-  {
-    CaptureDecoderAttention capture(model);
-    const auto enc = model.encode(src);
-    model.decode(from_vector<std::int64_t>(tgt_in, {1, T}), enc);  // the full decoder, no cache
-    std::size_t l = 0;
-    for (const auto& layer : *model.decoder->layers) {
-      add_head_maps(cross_maps, layer->cross_attn->last_weights, l, fig.produced, fig.source_pieces);  // (1,H,T,S)
-      add_head_maps(self_maps, layer->self_attn->last_weights, l, fig.produced, fig.decoder_inputs);   // (1,H,T,T)
-      ++l;
-    }
-  }
+  const auto T = static_cast<std::int64_t>(tgt_in.size());
+  const EncoderDecoderMaps maps = encoder_decoder_maps(model, from_vector<std::int64_t>(src_ids, {1, S + pad}),
+                                                       from_vector<std::int64_t>(tgt_in, {1, T}), fig);
   const int heads = static_cast<int>(model.config().n_heads);
   const std::string how = fig.teacher_forced ? " (given)" : " (greedy)";
-  fig.cross_svg = heatmaps_with_sentence(cross_maps, heads, "Cross-attention, rows = token produced", source,
+  fig.cross_svg = heatmaps_with_sentence(maps.cross, heads, "Cross-attention, rows = token produced", source,
                                          fig.translation, how);
-  fig.self_svg = heatmaps_with_sentence(self_maps, heads, "Masked self-attention, rows = token produced", source,
+  fig.self_svg = heatmaps_with_sentence(maps.self, heads, "Masked self-attention, rows = token produced", source,
                                         fig.translation, how);
+  fig.encoder_svg = heatmaps_with_sentence(maps.encoder, heads, "Encoder self-attention (bidirectional), rows = source position",
+                                           source, fig.translation, how);
+  fig.overview_svg = heatmaps_with_sentence(maps.overview, 2, "Bidirectional (encoder) beside causal (decoder), head 1", source,
+                                            fig.translation, how);
   return fig;
 }
 

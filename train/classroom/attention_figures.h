@@ -1,11 +1,16 @@
-// `scratchformer attention`: every decoder layer's cross-attention and masked self-attention,
-// per head, for one sentence, as SVG heatmaps (drawn by attention_heatmaps_svg, plots.h). For a
+// `scratchformer attention`: every attention layer of a model, per head, for one sentence, as SVG
+// heatmaps (drawn by attention_heatmaps_svg, plots.h). An encoder-decoder has three kinds, and
+// each gets a figure: the encoder's bidirectional self-attention (every source position sees
+// every other, padding aside), the decoder's causal (masked) self-attention and its
+// cross-attention; an overview puts the first head of each encoder layer beside the same
+// decoder layer's self-attention, so the full square and the triangle stand side by side. For a
 // decoder-only or encoder-only model (one stack, no cross-attention): every layer's causal or
 // bidirectional self-attention over the one sequence it reads.
 //
 // Letters: S source length, T target length (+1 for BOS / EOS), H heads.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -20,8 +25,11 @@ struct AttentionFigures {
   std::vector<std::string> produced;        // the token each decoder position produces (the rows), T
   std::string translation;                  // the target as text (greedy output, or --tgt)
   bool teacher_forced = false;              // true: the target was given, not generated
-  std::string cross_svg;                    // rows = layers, columns = heads; empty for a single stack
-  std::string self_svg;
+  // rows = layers, columns = heads
+  std::string cross_svg;     // decoder cross-attention; empty for a single stack
+  std::string self_svg;      // decoder (causal) self-attention, or the single stack's self-attention
+  std::string encoder_svg;   // encoder (bidirectional) self-attention; empty for a single stack
+  std::string overview_svg;  // per layer: encoder head 1 beside decoder self head 1; empty for a single stack
 };
 
 // Translates `source` greedily with the model (or, if `target` is given, feeds that target: teacher
@@ -32,7 +40,10 @@ struct AttentionFigures {
 // longer than the model allows. A decoder-only or encoder-only model draws its one stack's
 // self-attention over the sequence it reads for `source` (a decoder-only translation: the prompt
 // and its greedy translation; classify: text_a<TAB>text_b); `target` must be absent.
+// `pad` <pad> tokens are appended to the sequence the encoder (or the single stack) reads, as a
+// batch pads its shorter rows: their columns are masked (hatched) in every map that reads them as
+// keys, and the translation does not change (it is decoded from the unpadded source).
 AttentionFigures attention_figures(const InferenceModel& im, const std::string& source,
-                                   const std::optional<std::string>& target);
+                                   const std::optional<std::string>& target, std::int64_t pad = 0);
 
 }  // namespace sf::train

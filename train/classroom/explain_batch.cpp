@@ -91,6 +91,18 @@ std::string percent(std::int64_t part, std::int64_t whole) {
 
 // ---- the batch ----------------------------------------------------------------------------
 
+// The run's tokenizers: run.dir's own if it has them. Otherwise trained into run.dir with
+// --keep-tokenizer (said on `log`; `train` reuses them), or else outside the project, in the
+// tokenizer cache (train/setup.h), so that explaining a batch writes nothing into the repository.
+Tokenizers tokenizers_for(const Config& cfg, const ExplainOptions& opt, std::ostream& log) {
+  const auto seed = static_cast<std::uint64_t>(cfg.train.seed);
+  if (!opt.keep_tokenizer) return load_or_train_tokenizers_outside_run(cfg, seed, log);
+  if (!tokenizers_exist(cfg, cfg.run.dir))
+    log << "scratchformer: no tokenizer in " << cfg.run.dir << " yet; training one on the training corpus (as `train` "
+           "would) into it (--keep-tokenizer)\n";
+  return load_or_train_tokenizers(cfg, seed);
+}
+
 // One batch of the training corpus as the trainer draws it, with what it takes to explain it.
 struct LoadedBatch {
   Tokenizers tok;
@@ -100,16 +112,12 @@ struct LoadedBatch {
   data::Batch batch{};
 };
 
-// The tokenizers (trained into run.dir first if there are none, said on `log`), the training
+// The tokenizers (tokenizers_for: said on `log` when they are not run.dir's), the training
 // split read, encoded and filtered exactly as the trainer does, and batch opt.batch of epoch 0
 // from the trainer's Batcher (same seed, same budget).
 LoadedBatch load_batch(const Config& cfg, const ExplainOptions& opt, std::ostream& log) {
   if (opt.batch < 0) throw std::invalid_argument("explain-batch: --batch must be >= 0, got " + std::to_string(opt.batch));
-  const fs::path dir(cfg.run.dir);
-  const fs::path model_file = dir / (cfg.data.joint_tokenizer ? "spm.model" : "spm.src.model");
-  if (!fs::exists(model_file))
-    log << "scratchformer: no tokenizer in " << dir.string() << " yet; training one on the training corpus (as `train` would)\n";
-  LoadedBatch r{.tok = load_or_train_tokenizers(cfg, static_cast<std::uint64_t>(cfg.train.seed)),
+  LoadedBatch r{.tok = tokenizers_for(cfg, opt, log),
                 .corpus = data::read_parallel(cfg.data.train_src, cfg.data.train_tgt)};
   std::vector<std::vector<std::int64_t>> src = r.tok.src.encode_all(r.corpus.src), tgt = r.tok.tgt.encode_all(r.corpus.tgt);
   r.report = data::filter_pairs(r.corpus, src, tgt, cfg.data.max_tokens);
@@ -264,9 +272,7 @@ struct TaskBatch {
 
 TaskBatch load_task_batch(const Config& cfg, const ExplainOptions& opt, std::ostream& log) {
   if (opt.batch < 0) throw std::invalid_argument("explain-batch: --batch must be >= 0, got " + std::to_string(opt.batch));
-  if (!fs::exists(fs::path(cfg.run.dir) / "spm.model"))
-    log << "scratchformer: no tokenizer in " << cfg.run.dir << " yet; training one on the training data (as `train` would)\n";
-  TaskBatch r{.tok = load_or_train_tokenizers(cfg, static_cast<std::uint64_t>(cfg.train.seed))};
+  TaskBatch r{.tok = tokenizers_for(cfg, opt, log)};
   Progress quiet_progress;  // its lines ("train: kept ...") go to stdout like the trainer's
   r.split = load_task_split(cfg, r.tok, "train", quiet_progress);
   const TaskBatches task(cfg, r.tok);

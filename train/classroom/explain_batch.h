@@ -17,11 +17,14 @@ struct ExplainOptions {
   std::int64_t batch = 0;      // which batch of the first epoch (0-based), as the trainer draws them
   std::int64_t rows = 3;       // sentence pairs printed in full
   std::int64_t max_causal = 12;  // the causal mask is printed for at most this many positions
+  bool keep_tokenizer = false;  // a run without a tokenizer: train it into run.dir (true) or the cache outside the project
 };
 
-// Loads the config's tokenizers (training them into run.dir first if there are none: said on
-// `log`), reads and filters the training corpus as the trainer does, builds the trainer's
-// Batcher (same seed, same budget) and returns batch `opt.batch` of epoch 0 explained as text:
+// Loads the config's tokenizers: run.dir's own when it has them; otherwise, unless
+// opt.keep_tokenizer, trained into a cache outside the project (train/setup.h
+// tokenizer_cache_dir), never into run.dir; one line on `log` says where. Then reads and filters
+// the training corpus as the trainer does, builds the trainer's Batcher (same seed, same budget)
+// and returns batch `opt.batch` of epoch 0 explained as text:
 // the batch and its shapes, what teacher forcing is, the first opt.rows rows in full, the
 // padding masks, the causal mask and the counts.
 // Throws std::invalid_argument when opt.batch is past the epoch's last batch.

@@ -304,6 +304,43 @@ void no_data(SvgWriter& svg, const Frame& f, const std::string& what) {
   svg.text(f.x + f.w / 2, f.y + f.h / 2, what, {.size = 13, .anchor = "middle", .fill = "#888888"});
 }
 
+// The run's learning rate at every step 1..the last logged one, from the schedule of the
+// config.toml the trainer saved beside metrics.tsv: the logged rows (every log_every steps) can
+// miss the peak at the end of the warmup. Empty when there is no readable config.toml.
+Series schedule_series(const std::string& metrics_tsv_path, const Series& logged) {
+  Series s{"lr schedule", "lr-schedule", "#c9b3e0", Mark::Line, {}};
+  const std::filesystem::path config = std::filesystem::path(metrics_tsv_path).parent_path() / "config.toml";
+  if (logged.points.empty() || !std::filesystem::exists(config)) return s;
+  Config cfg;
+  try {
+    cfg = load_config(config.string());
+  } catch (const std::exception&) {
+    return s;  // an unreadable config: the note under the panel says the curve is the logged one
+  }
+  const Schedule schedule{parse_schedule(cfg.train.schedule), cfg.train.lr, cfg.train.min_lr, cfg.train.warmup_steps,
+                          cfg.train.max_steps, cfg.model.d_model};
+  const auto last = static_cast<std::int64_t>(logged.points.back().first);
+  for (std::int64_t step = 1; step <= last; ++step) s.points.emplace_back(static_cast<double>(step), schedule.at(step));
+  return s;
+}
+
+// Under the learning-rate panel: the peak of the curve drawn and where it comes from.
+void lr_note(SvgWriter& svg, const Frame& f, const Series& drawn, bool from_schedule, const std::string& metrics_tsv_path) {
+  if (drawn.points.empty()) return;
+  const auto peak = std::max_element(drawn.points.begin(), drawn.points.end(),
+                                     [](const auto& a, const auto& b) { return a.second < b.second; });
+  std::ostringstream note;
+  note << "peak lr " << short_value(peak->second) << " at step " << static_cast<std::int64_t>(peak->first);
+  if (from_schedule)
+    note << " (the config.toml schedule at every step; the logged rows are every log_every steps)";
+  else
+    note << " among the logged steps only: no readable config.toml beside " +
+                std::filesystem::path(metrics_tsv_path).filename().string() + ", so the true peak may lie between them";
+  svg.begin_group("lr-note");
+  svg.text(f.x, f.y + f.h + 48, note.str(), {.size = kTickFont, .fill = "#555555"});
+  svg.end_group();
+}
+
 }  // namespace
 
 // ---- the pictures ----
@@ -348,7 +385,7 @@ std::string training_curves_svg(const std::string& metrics_tsv_path) {
   Series skipped{"skipped step", "skipped", "#d62728", Mark::Ticks, {}};
   Series valid_bleu{"valid BLEU", "valid-bleu", "#2ca02c", Mark::LineDots, {}};
   Series test_bleu{"test BLEU", "test-bleu", "#d62728", Mark::Diamonds, {}};
-  Series lr{"learning rate", "lr", "#9467bd", Mark::Line, {}};
+  Series lr{"lr logged", "lr", "#9467bd", Mark::Line, {}};
   const std::vector<Series*> all = {&train_loss, &train_nll, &valid_loss, &valid_nll, &skipped, &valid_bleu, &test_bleu, &lr};
 
   std::int64_t last_train_step = std::numeric_limits<std::int64_t>::min();
@@ -401,10 +438,16 @@ std::string training_curves_svg(const std::string& metrics_tsv_path) {
   draw_legend(svg, f2, bleus);
   if (valid_bleu.points.empty() && test_bleu.points.empty()) no_data(svg, f2, "no BLEU measured yet");
 
-  const Frame f3 = frame_at(2, value_range({&lr}, true));
+  const Series exact = schedule_series(metrics_tsv_path, lr);
+  constexpr std::size_t kMaxDots = 300;  // more logged rows than this stay a line (dots would merge)
+  if (!exact.points.empty() && lr.points.size() <= kMaxDots) lr.mark = Mark::Dots;  // samples on the exact curve
+  const Frame f3 = frame_at(2, value_range({&lr, &exact}, true));
   draw_frame(svg, f3, "step", "learning rate", "Learning rate");
+  draw_series(svg, f3, exact);
   draw_series(svg, f3, lr);
+  draw_legend(svg, f3, {&exact, &lr});
   if (lr.points.empty()) no_data(svg, f3, "no learning rate logged yet");
+  lr_note(svg, f3, exact.points.empty() ? lr : exact, !exact.points.empty(), metrics_tsv_path);
   return svg.finish();
 }
 

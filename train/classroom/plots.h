@@ -46,7 +46,10 @@ std::string attention_heatmaps_svg(const std::vector<Heatmap>& maps, int columns
 //   1. loss and NLL of the training rows (lines), of the validation rows (dots), and steps
 //      skipped for a non-finite gradient (red ticks on the top edge);
 //   2. validation BLEU (line with dots) and test BLEU (diamond);
-//   3. learning rate.
+//   3. learning rate: when the run directory holds the config.toml the trainer saves, its
+//      schedule (train/schedule.h) at every step up to the last logged one, beside the logged
+//      values (every log_every steps, which can miss the peak at the end of the warmup); a note
+//      under the panel gives the peak and says which of the two it comes from.
 // When a resumed run logs a step again, the later rows replace the earlier ones from that step
 // on. Columns are found by name, so extra columns are fine. Throws std::runtime_error
 // "PATH: ..." for a file that cannot be read and "PATH:LINE: ..." for a missing column, a row

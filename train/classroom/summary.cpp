@@ -1,9 +1,11 @@
 #include "train/classroom/summary.h"
 
 #include <algorithm>
+#include <cmath>
 #include <iomanip>
 #include <locale>
 #include <sstream>
+#include <vector>
 
 #include "train/setup.h"
 
@@ -136,7 +138,7 @@ void parameter_lines(const nn::ModelConfig& m, std::int64_t model_count, std::os
   const double Le = static_cast<double>(m.encoder_layers), Ld = static_cast<double>(m.decoder_layers);
   const double max_len = static_cast<double>(m.max_len), C = static_cast<double>(m.num_classes);
   double estimate = 0;
-  os << "Parameters against the lecture's formulas\n";
+  os << "Parameters of each part: the formula beside its exact count\n";
   os << "  attention block   4D² = " << with_commas(4 * D * D) << "   exact " << with_commas(p.attn)
      << (kv != D ? "  (grouped-query: 2D² + 2·D·Hkv·Dh)" : "") << "\n";
   os << "  feed-forward      2·D·F = " << with_commas(2 * D * F) << "   exact " << with_commas(p.ffn) << "\n";
@@ -155,8 +157,98 @@ void parameter_lines(const nn::ModelConfig& m, std::int64_t model_count, std::os
     estimate = (m.arch == nn::Arch::DecoderOnly ? Ld : Le) * p.enc_layer + V * D + (learned ? max_len * D : 0) +
                (pre ? p.norm : 0) + (classifier ? D * C + C : 0);
   }
-  os << "  total             formula " << with_commas(estimate) << "   model " << with_commas(static_cast<double>(model_count))
+  os << "  sum of the parts  " << with_commas(estimate) << "   model " << with_commas(static_cast<double>(model_count))
+     << (estimate == static_cast<double>(model_count) ? "  (equal: every parameter is in a part above)" : "  (NOT equal)")
      << "\n\n";
+}
+
+// One line of the difference between the exact count and the lecture's approximation.
+struct DifferenceLine {
+  std::string what;  // "biases"
+  double count;      // parameters, signed: what the approximation leaves out (+) or counts too many (-)
+  std::string why;   // how it is made: "2D + 2·Hkv·Dh per attention block, F + D per feed-forward"
+};
+
+// Signed with thousands separators: "+1,024", "-512".
+std::string signed_count(double v) {
+  std::string out(1, v < 0 ? '-' : '+');
+  return out.append(with_commas(std::abs(v)));
+}
+
+// Where the exact count differs from the approximation, line by line; the lines add up to
+// exact - approximation for every model make_model builds (the test checks it).
+std::vector<DifferenceLine> difference_lines(const nn::ModelConfig& m) {
+  const double D = static_cast<double>(m.d_model), F = static_cast<double>(m.d_ff), V = static_cast<double>(m.tgt_vocab);
+  const double kv = static_cast<double>(m.kv_heads() * m.head_dim());  // width of k and v
+  const double Le = static_cast<double>(m.encoder_layers), Ld = static_cast<double>(m.decoder_layers);
+  const bool seq2seq = m.arch == nn::Arch::EncoderDecoder, swiglu = m.activation == nn::Activation::SwiGLU;
+  const double layers = seq2seq ? Le + Ld : m.arch == nn::Arch::DecoderOnly ? Ld : Le;  // one feed-forward each
+  const double blocks = seq2seq ? Le + 2 * Ld : layers;                                 // attention blocks
+  const double norm = m.norm == nn::NormKind::LayerNorm ? 2 * D : D;
+  const double final_norms = m.norm_position == nn::NormPosition::Pre ? (seq2seq ? 2 : 1) : 0;
+  const double norms = (seq2seq ? 2 * Le + 3 * Ld : 2 * layers) + final_norms;
+  std::vector<DifferenceLine> out;
+  const auto add = [&](const std::string& what, double count, const std::string& why) {
+    if (count != 0) out.push_back({what, count, why});
+  };
+  add("biases", blocks * (2 * D + 2 * kv) + layers * (F + D + (swiglu ? F : 0)),
+      "q,k,v,out: 2D + 2·Hkv·Dh per attention block; feed-forward: F + D" + std::string(swiglu ? " + F (the gate)" : ""));
+  add("norms", norms * norm, with_commas(norms) + " norms x " + (m.norm == nn::NormKind::LayerNorm ? "2D (gain, bias)" : "D (gain)") +
+                                 (final_norms > 0 ? ", the pre-norm stacks' final norms included" : ""));
+  add("F != 4D", layers * 2 * D * (F - 4 * D), "2·D·(F - 4D) per feed-forward, F = " + with_commas(F) + ", 4D = " + with_commas(4 * D));
+  add("SwiGLU's gate matrix", swiglu ? layers * D * F : 0, "a third D x F matrix per feed-forward");
+  add("grouped-query k/v", -blocks * 2 * D * (D - kv),
+      "k and v are D x Hkv·Dh = " + with_commas(D) + " x " + with_commas(kv) + ", not D x D: -2·D·(D - Hkv·Dh) per block");
+  add("second embedding table", seq2seq && !m.share_embeddings ? V * D : 0, "source and target embeddings not shared: V·D");
+  add("untied output layer", seq2seq && !m.tie_output ? V * D : 0, "the output projection is not the embedding table: V·D");
+  const double tables = m.positional == nn::PositionalKind::Learned ? (seq2seq ? 2 : 1) : 0;
+  add("learned position tables", tables * static_cast<double>(m.max_len) * D, with_commas(tables) + " x max_len·D");
+  const double C = static_cast<double>(m.num_classes);
+  add("classifier", m.arch == nn::Arch::EncoderOnly ? D * C + (C > 0 ? C : 0) : 0, "D·C + C, C = " + with_commas(C) + " classes");
+  return out;
+}
+
+// The lecture's approximation (weights of square-ish matrices only: 12D² per encoder layer or
+// decoder-only block, 16D² per decoder layer, one V·D table) beside the exact count, and the
+// difference explained line by line.
+void approximation_lines(const nn::ModelConfig& m, std::int64_t model_count, std::ostringstream& os) {
+  const double D = static_cast<double>(m.d_model), V = static_cast<double>(m.tgt_vocab);
+  const double Le = static_cast<double>(m.encoder_layers), Ld = static_cast<double>(m.decoder_layers);
+  double approximation = V * D;
+  std::string formula, terms;
+  switch (m.arch) {
+    case nn::Arch::EncoderDecoder:
+      approximation += 12 * D * D * Le + 16 * D * D * Ld;
+      formula = "12·D²·Le + 16·D²·Ld + V·D";
+      terms = "encoder layer: attention 4D² + feed-forward 2·D·4D = 12D²; decoder layer: + cross-attention 4D² = 16D²";
+      break;
+    case nn::Arch::DecoderOnly:
+      approximation += 12 * D * D * Ld;
+      formula = "12·D²·L + V·D";
+      terms = "decoder-only block: causal attention 4D² + feed-forward 2·D·4D = 12D² (no cross-attention)";
+      break;
+    case nn::Arch::EncoderOnly:
+      approximation += 12 * D * D * Le;
+      formula = "12·D²·L + V·D";
+      terms = "encoder layer: attention 4D² + feed-forward 2·D·4D = 12D²";
+      break;
+  }
+  const double exact = static_cast<double>(model_count);
+  os << "Parameters: the lecture's approximation beside the exact count\n"
+     << "  approximation     " << formula << " = " << with_commas(approximation) << "\n"
+     << "                    (" << terms << "; one V·D embedding table, also the output layer)\n"
+     << "  exact             " << with_commas(exact) << " (the model's parameter count)\n"
+     << "  difference        " << signed_count(exact - approximation) << ", made of:\n";
+  double explained = 0;
+  for (const DifferenceLine& d : difference_lines(m)) {
+    os << "    " << std::left << std::setw(26) << d.what << std::right << std::setw(12) << signed_count(d.count) << "   "
+       << d.why << "\n";
+    explained += d.count;
+  }
+  if (explained != exact - approximation)
+    os << "    " << std::left << std::setw(26) << "not itemised" << std::right << std::setw(12)
+       << signed_count(exact - approximation - explained) << "   (a part this summary does not know)\n";
+  os << "\n";
 }
 
 // "layers 3+3" / "6 causal layers" / "4 bidirectional layers, masked-LM head"
@@ -192,6 +284,7 @@ std::string model_summary(const Config& cfg, std::int64_t vocab, std::int64_t le
      << " Hkv=" << m.kv_heads() << " Dh=" << m.head_dim() << " F=" << m.d_ff << " " << layers_text(m) << " V=" << vocab << " ("
      << cfg.model.norm_position << "-" << cfg.model.norm << ", " << cfg.model.positional << ", " << cfg.model.activation << ")\n\n";
   os << module_tree(*model, "model") << "\n";
+  approximation_lines(m, model->parameter_count(), os);
   parameter_lines(m, model->parameter_count(), os);
 
   const FlopsPerToken f = flops_per_token(m, length);

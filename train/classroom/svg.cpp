@@ -13,11 +13,11 @@
 #include <cstring>
 #include <filesystem>
 #include <stdexcept>
+#include <system_error>
 
 namespace sf::train {
 namespace {
 
-constexpr const char* kFontFamily = "DejaVu Sans, Noto Sans, Arial, Helvetica, sans-serif";
 constexpr const char* kReplacement = "\xEF\xBF\xBD";  // U+FFFD, the Unicode replacement character
 
 // ---- UTF-8 ----
@@ -273,7 +273,7 @@ void SvgWriter::end_group() {
 std::string SvgWriter::finish() const {
   std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   out += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(width_) + "\" height=\"" + num(height_) +
-         "\" viewBox=\"0 0 " + num(width_) + " " + num(height_) + "\" font-family=\"" + kFontFamily + "\" fill=\"#222222\">\n";
+         "\" viewBox=\"0 0 " + num(width_) + " " + num(height_) + "\" font-family=\"" + kSvgFontFamily + "\" fill=\"#222222\">\n";
   if (!defs_.empty()) out += "<defs>\n" + defs_ + "</defs>\n";
   out += "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n";
   out += body_;
@@ -386,6 +386,23 @@ void write_file_atomically(const std::string& path, const std::string& text) {
     fail("cannot write " + tmp);
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) fail("cannot rename " + tmp + " to it");
+}
+
+void check_output_file(const std::string& path, const std::string& extension, const std::string& command) {
+  if (std::filesystem::is_directory(path))
+    throw std::invalid_argument(command + ": --out " + path + " is a directory; --out names one file (e.g. " +
+                                (std::filesystem::path(path) / ("figure" + extension)).string() + ")");
+  if (std::filesystem::path(path).extension() != extension)
+    throw std::invalid_argument(command + ": --out " + path + " should end in " + extension + " (it is written as " +
+                                extension.substr(1) + ")");
+}
+
+void make_output_dir(const std::string& dir, const std::string& command) {
+  if (std::filesystem::exists(dir) && !std::filesystem::is_directory(dir))
+    throw std::invalid_argument(command + ": --out-dir " + dir + " is a file; --out-dir names a directory to write into");
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw std::runtime_error(command + ": cannot create the output directory " + dir + ": " + ec.message());
 }
 
 }  // namespace sf::train

@@ -44,6 +44,14 @@ std::string cut_to_width(const std::string& label, double size, double max_width
 // A value for a tooltip: four significant digits ("0.4231", "1.5e-05").
 std::string short_value(double v);
 
+// The font-family list of every picture (the <svg> element's font-family): Latin fonts, then
+// CJK fonts that cover Chinese (WenQuanYi Micro Hei and Noto Sans CJK SC on Linux, PingFang SC
+// on macOS, Microsoft YaHei on Windows), then the generic family. A viewer takes each
+// character from the first listed font that has it.
+inline constexpr const char* kSvgFontFamily =
+    "DejaVu Sans, Noto Sans, Arial, Helvetica, WenQuanYi Micro Hei, Noto Sans CJK SC, PingFang SC, "
+    "Microsoft YaHei, sans-serif";
+
 // Font sizes in px shared by the pictures.
 inline constexpr double kTickFont = 11;     // tick labels, legends
 inline constexpr double kLabelFont = 12.5;  // axis labels
@@ -164,5 +172,13 @@ std::vector<std::pair<double, double>> thin_points(const std::vector<std::pair<d
 // picture while training runs) sees either the old file or the new one, never half of one.
 // Throws std::runtime_error naming the path and the reason.
 void write_file_atomically(const std::string& path, const std::string& text);
+
+// The project's rule for output options: `--out FILE` is always one file; a command that writes
+// several takes `--out-dir DIR`. These check the path before any work is done, so a typo costs
+// nothing. `command` names the command in the one-line message (std::invalid_argument).
+//   check_output_file: `path` must end in `extension` (".svg") and must not be a directory.
+//   make_output_dir:   `dir` must not be an existing file; it is created (with its parents).
+void check_output_file(const std::string& path, const std::string& extension, const std::string& command);
+void make_output_dir(const std::string& dir, const std::string& command);
 
 }  // namespace sf::train

@@ -34,6 +34,9 @@ Command add_explain_batch_command(CLI::App& app) {
   cmd->add_option("--config", a->config, "Config file (TOML)")->required();
   cmd->add_option("--batch", a->options.batch, "Which batch of the first epoch, 0-based (default: 0)");
   cmd->add_option("--rows", a->options.rows, "Sentence pairs to print in full (default: 3)");
+  cmd->add_flag("--keep-tokenizer", a->options.keep_tokenizer,
+                "A run without a tokenizer: train it into run.dir (which `train` then reuses) instead of the cache "
+                "outside the project ($XDG_CACHE_HOME/scratchformer, default ~/.cache/scratchformer)");
   cmd->add_option("--set", a->overrides, "Override a config key: section.key=value (repeatable)");
   return {cmd, [a] { return run_explain_batch(*a); }};
 }

@@ -1,6 +1,7 @@
 // `scratchformer plot RUN_DIR` draws a run's training curves from its metrics.tsv;
 // `scratchformer plot --config FILE --what positions|schedule` a config's sinusoidal positions or
-// learning-rate schedule. Each writes one SVG file (train/classroom/plots.h) and prints its path.
+// learning-rate schedule. Each writes one SVG file (train/classroom/plots.h) and prints its path:
+// --out FILE names it (one file, as everywhere in the project; several files would be --out-dir).
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -30,6 +31,7 @@ int run_plot(const PlotArgs& a) {
     throw std::invalid_argument("plot: give either a run directory or --config, not both");
   if (a.run_dir.empty() && a.config.empty())
     throw std::invalid_argument("plot: expected a run directory (training curves) or --config FILE --what positions|schedule");
+  if (!a.out.empty()) train::check_output_file(a.out, ".svg", "plot");  // before the work: a typo costs nothing
   std::string svg;
   fs::path out = a.out;
   if (!a.run_dir.empty()) {
@@ -62,7 +64,7 @@ Command add_plot_command(CLI::App& app) {
   cmd->add_option("--config", a->config, "Config file (TOML), with --what");
   cmd->add_option("--what", a->what, "With --config: positions (sinusoidal table) or schedule (learning rate per step)")
       ->check(CLI::IsMember({"positions", "schedule"}));
-  cmd->add_option("--out", a->out, "Output SVG file (default: RUN_DIR/curves.svg or run.dir/WHAT.svg)");
+  cmd->add_option("--out", a->out, "Output SVG file, ending in .svg (default: RUN_DIR/curves.svg or run.dir/WHAT.svg)");
   cmd->add_option("--set", a->overrides, "Override a config key: section.key=value (repeatable)");
   return {cmd, [a] { return run_plot(*a); }};
 }

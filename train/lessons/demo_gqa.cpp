@@ -223,7 +223,7 @@ int run_gqa_demo(const DemoOptions& options, std::ostream& out) {
   print_gqa(r, out);
   const std::string path = demo_svg_path(options, "gqa");
   write_gqa_svg(r, path);
-  out << "wrote " << path << "\n";
+  out << "SVG written to / 图已写入: " << path << "\n";
   return r.claim_holds ? 0 : 1;
 }
 

@@ -212,12 +212,6 @@ PoolingDemoResult compute_pooling_demo(std::uint64_t seed, const std::string& co
 
 namespace {
 
-std::string sci(double v) {
-  std::ostringstream s;
-  s << std::scientific << std::setprecision(2) << v;
-  return s.str();
-}
-
 void print_pooling(const PoolingDemoResult& r, std::ostream& out) {
   out << "Sentence vectors: mean pooling vs attention pooling / 句向量：平均池化与注意力池化\n"
       << "  " << r.sentences.size() << " real sentences (Tatoeba: pairs of English translations of one Chinese sentence), "
@@ -287,7 +281,7 @@ int run_pooling_demo(const DemoOptions& options, std::ostream& out) {
   print_pooling(r, out);
   const std::string path = demo_svg_path(options, "pooling");
   write_pooling_svg(r, path);
-  out << "wrote " << path << "\n";
+  out << "SVG written to / 图已写入: " << path << "\n";
   return r.claim_holds ? 0 : 1;
 }
 

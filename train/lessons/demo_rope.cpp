@@ -188,12 +188,6 @@ RopeDemoResult compute_rope_demo(std::uint64_t seed) {
 
 namespace {
 
-std::string sci(double v) {
-  std::ostringstream s;
-  s << std::scientific << std::setprecision(2) << v;
-  return s.str();
-}
-
 void print_rope(const RopeDemoResult& r, std::ostream& out) {
   out << "RoPE: the score depends only on the distance / 注意力分数只取决于相对距离\n"
       << "  x, y ~ N(0,1), float64, Dh " << r.head_dim << ", base " << static_cast<std::int64_t>(r.base)
@@ -270,7 +264,7 @@ int run_rope_demo(const DemoOptions& options, std::ostream& out) {
   print_rope(r, out);
   const std::string path = demo_svg_path(options, "rope");
   write_rope_svg(r, path);
-  out << "wrote " << path << "\n";
+  out << "SVG written to / 图已写入: " << path << "\n";
   return r.claim_holds ? 0 : 1;
 }
 

@@ -22,6 +22,7 @@
 #include "train/distributed/distributed.h"
 #include "train/eval/bleu.h"
 #include "train/eval/evaluate.h"
+#include "train/norms_by_layer.h"
 #include "train/run_log.h"
 #include "train/schedule.h"
 #include "train/setup.h"
@@ -122,6 +123,7 @@ struct TrainingRun {
   Schedule schedule;
   TrainingState st;
   std::unique_ptr<MetricsFile> metrics;
+  std::unique_ptr<LayerNormsFile> layer_norms;  // layer_norms.tsv: per-layer weight and gradient norms
   DataParallel parallel;
   DecodeOptions valid_decode;
   std::int64_t start_step = 0;        // st.step when this session started
@@ -223,6 +225,7 @@ void start_run(TrainingRun& run) {
                     std::to_string(run.batcher->batches_per_epoch()) + " batches per epoch of about " +
                     std::to_string(run.cfg.data.batch_tokens) + " tokens");
   run.metrics = std::make_unique<MetricsFile>(run.dir / "metrics.tsv", is_main());
+  run.layer_norms = std::make_unique<LayerNormsFile>(run.dir / "layer_norms.tsv", is_main());
   run.start_step = run.st.step;
   run.last_saved_step = run.options.resume ? run.st.step : -1;
   run.elapsed_before = run.st.elapsed_seconds;
@@ -344,6 +347,7 @@ struct StepResult {
   std::int64_t tokens = 0;   // target tokens of the step's global batches
   bool epoch_limit = false;  // train.max_epochs reached: no step taken
   bool skipped = false;      // non-finite loss or gradient norm: no step taken
+  std::vector<LayerNorms> layers;  // log steps: per-layer norms, gradients before clipping
 };
 
 // The hooks (--trace, --dump-graph) see the first micro-batch of each step, on rank 0.
@@ -376,6 +380,7 @@ StepResult train_step(TrainingRun& run, bool with_nll) {
     if (with_nll) r.nll += unsmoothed_nll(run, logits, batch.tgt_out, share);
   }
   run.parallel.sum(run.optimizer->params(), r.loss, r.nll);  // data-parallel: all ranks' gradients
+  if (with_nll && is_main()) r.layers = norms_by_layer(run.optimizer->params());
   r.grad_norm = clip_grad_norm(run.optimizer->params(), run.cfg.train.clip_norm);
   r.skipped = !std::isfinite(r.loss) || !std::isfinite(r.grad_norm);
   if (!r.skipped) r.lr = run.schedule.at(step), run.optimizer->step(r.lr);
@@ -428,6 +433,7 @@ void log_step(TrainingRun& run, const StepResult& r, bool log_now) {
   // interval since the last log line
   run.metrics->row(st.step, run.epoch(), "train", r.loss, r.nll, r.lr, tok_per_s, r.grad_norm, NAN, st.elapsed_seconds,
                    allreduce_share);
+  run.layer_norms->rows(st.step, r.layers);
   if (!run.progress.tty()) {
     std::ostringstream os;
     os << "step " << st.step << "/" << cfg.train.max_steps << " epoch " << run.epoch() + 1 << " loss " << std::fixed

@@ -24,6 +24,7 @@
 #include "nn/attention.h"
 #include "nn/seq2seq.h"
 #include "train/classroom/gradcheck_suite.h"
+#include "train/classroom/peaked_model.h"
 #include "train/eval/decode.h"
 
 using namespace sf;
@@ -176,30 +177,7 @@ TEST_CASE("attention through the cache, step by step, equals the whole sequence"
 
 namespace {
 
-// An untrained float32 encoder-decoder with a sharpened output layer, so that decoding stops at
-// </s> at varied lengths (as in tests/test_decode.cpp).
-struct SharpModel {
-  Generator init;
-  nn::Seq2SeqTransformer model;
-  static nn::ModelConfig config() {
-    nn::ModelConfig c;
-    c.src_vocab = c.tgt_vocab = 11;
-    c.d_model = 16;
-    c.n_heads = 4;
-    c.d_ff = 32;
-    c.encoder_layers = c.decoder_layers = 1;
-    c.dropout = 0.0;
-    c.tie_output = false;
-    c.max_len = 12;
-    c.pad_id = data::kPadId;
-    return c;
-  }
-  explicit SharpModel(std::uint64_t seed) : init(seed), model(config(), init) {
-    NoGradGuard no_grad;
-    model.output_proj->weight.copy_(mul(model.output_proj->weight, 6.0));
-    model.eval();
-  }
-};
+using train::PeakedModel;  // train/classroom/peaked_model.h
 
 // One sentence decoded by hand, the slow way: the whole prefix through decode_prefix at every
 // step, the best token by scanning the last position's logits, skipping pad and BOS.
@@ -228,7 +206,7 @@ std::vector<std::int64_t> argmax_by_hand(const nn::Model& model, const std::vect
 TEST_CASE("greedy decoding equals an argmax loop over the whole prefix, sentence by sentence",
           "[exercise][greedy][decode]") {
   NoGradGuard no_grad;
-  const SharpModel m(11);  // a seed whose model stops 3 of the 5 sentences at </s>
+  const PeakedModel m(11);  // a seed whose model stops 3 of the 5 sentences at </s>
   const std::vector<std::vector<std::int64_t>> sources = {{4, 5, 6}, {7}, {8, 9, 10, 4}, {6, 6}, {9, 8, 7, 6, 5}};
   train::DecodeOptions opt;
   opt.max_len_a = 1.0;

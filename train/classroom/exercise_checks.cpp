@@ -35,6 +35,7 @@
 #include "nn/relative_positions.h"
 #include "nn/seq2seq.h"
 #include "train/classroom/gradcheck_suite.h"
+#include "train/classroom/peaked_model.h"
 #include "train/eval/decode.h"
 
 namespace sf::train {
@@ -302,31 +303,7 @@ std::vector<GradcheckCase> check_kv_cache(const GradcheckOptions&) {
 
 // ---- greedy ----------------------------------------------------------------------------------------
 
-// An untrained float32 encoder-decoder (D 16, H 4, one layer each, vocabulary 11) whose output
-// projection is scaled up so the next-token distributions are peaked and decoding stops at </s>
-// at varied lengths (as in tests/test_decode.cpp).
-struct PeakedModel {
-  Generator init;
-  nn::Seq2SeqTransformer model;
-  static nn::ModelConfig config() {
-    nn::ModelConfig c;
-    c.src_vocab = c.tgt_vocab = 11;
-    c.d_model = 16;
-    c.n_heads = 4;
-    c.d_ff = 32;
-    c.encoder_layers = c.decoder_layers = 1;
-    c.dropout = 0.0;
-    c.tie_output = false;
-    c.max_len = 12;
-    c.pad_id = data::kPadId;
-    return c;
-  }
-  explicit PeakedModel(std::uint64_t seed) : init(seed), model(config(), init) {
-    NoGradGuard no_grad;
-    model.output_proj->weight.copy_(mul(model.output_proj->weight, 6.0));
-    model.eval();
-  }
-};
+// PeakedModel: train/classroom/peaked_model.h
 
 // The token ids of `outputs` one after another, each sentence followed by -1 (so that two
 // sentence splits of the same tokens differ), as a float64 (N) tensor.

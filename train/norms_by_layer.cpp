@@ -5,9 +5,9 @@
 #include <cmath>
 #include <iomanip>
 #include <map>
-#include <stdexcept>
 
-#include "autograd/kernels.h"
+#include "train/optim.h"  // squared_norm
+#include "train/run_log.h"  // open_table_for_append
 
 namespace sf::train {
 
@@ -24,21 +24,6 @@ std::string layer_of(const std::string& parameter_name) {
   }
   return parameter_name.substr(0, parameter_name.find('.'));
 }
-
-namespace {
-
-double squared_norm(const Tensor& t) {
-  double total = 0;
-  dispatch_float(t.dtype(), "norms_by_layer", [&](auto tag) {
-    using T = decltype(tag);
-    const Tensor c = t.contiguous();
-    const T* x = c.data<T>();
-    for (std::int64_t i = 0; i < c.numel(); ++i) total += static_cast<double>(x[i]) * static_cast<double>(x[i]);
-  });
-  return total;
-}
-
-}  // namespace
 
 std::vector<LayerNorms> norms_by_layer(const nn::NamedParameters& params) {
   std::vector<LayerNorms> out;
@@ -59,12 +44,7 @@ std::vector<LayerNorms> norms_by_layer(const nn::NamedParameters& params) {
 }
 
 LayerNormsFile::LayerNormsFile(const std::filesystem::path& path, bool enabled) {
-  if (!enabled) return;
-  std::error_code ec;
-  const bool fresh = !std::filesystem::exists(path, ec) || std::filesystem::file_size(path, ec) == 0;
-  out_.open(path, std::ios::app);
-  if (!out_) throw std::runtime_error(path.string() + ": cannot open for writing");
-  if (fresh) out_ << kHeader << "\n" << std::flush;
+  if (enabled) out_ = open_table_for_append(path, kHeader);
 }
 
 void LayerNormsFile::rows(std::int64_t step, const std::vector<LayerNorms>& norms) {

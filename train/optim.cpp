@@ -211,16 +211,20 @@ double sum_of_squares(const T* x, std::int64_t n) {
 
 }  // namespace
 
+double squared_norm(const Tensor& t) {
+  const Tensor c = t.contiguous();
+  return dispatch_float(c.dtype(), "squared_norm", [&](auto tag) {
+    using T = decltype(tag);
+    return sum_of_squares(c.data<T>(), c.numel());
+  });
+}
+
 double clip_grad_norm(const NamedParameters& params, double max_norm) {
   NoGradGuard no_grad;
   double total = 0;
   for (const auto& [_, p] : params) {
     Tensor g = grad_of(p);
-    if (!g.defined()) continue;
-    dispatch_float(g.dtype(), "clip_grad_norm", [&](auto tag) {
-      using T = decltype(tag);
-      total += sum_of_squares(g.data<T>(), g.numel());
-    });
+    if (g.defined()) total += squared_norm(g);
   }
   const double norm = std::sqrt(total);
   if (max_norm > 0 && std::isfinite(norm) && norm > max_norm) scale_grads(params, max_norm / (norm + 1e-6));

@@ -75,6 +75,9 @@ class SGD : public Optimizer {
   std::vector<Tensor> buf_;
 };
 
+// sum_k t[k]^2 of a float tensor, in double; the same for any thread count.
+double squared_norm(const Tensor& t);
+
 // The total L2 norm of all gradients, as if they were one vector. If max_norm > 0 and the norm
 // exceeds it, every gradient is scaled by max_norm / norm. Returns the norm before clipping
 // (NaN or Inf when a gradient is not finite; then nothing is scaled).

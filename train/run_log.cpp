@@ -23,13 +23,17 @@ std::string format_duration(double seconds) {
   return os.str();
 }
 
-MetricsFile::MetricsFile(const fs::path& path, bool enabled) {
-  if (!enabled) return;
+std::ofstream open_table_for_append(const fs::path& path, const char* header) {
   const bool fresh = !fs::exists(path) || fs::file_size(path) == 0;
-  out_.open(path, std::ios::app);
-  if (!out_) throw std::runtime_error("cannot open " + path.string() + " for writing");
-  if (fresh) out_ << kHeader << "\n";
-  out_.flush();
+  std::ofstream out(path, std::ios::app);
+  if (!out) throw std::runtime_error("cannot open " + path.string() + " for writing");
+  if (fresh) out << header << "\n";
+  out.flush();
+  return out;
+}
+
+MetricsFile::MetricsFile(const fs::path& path, bool enabled) {
+  if (enabled) out_ = open_table_for_append(path, kHeader);
 }
 
 void MetricsFile::row(std::int64_t step, std::int64_t epoch, const char* kind, double loss, double nll, double lr,

@@ -14,6 +14,10 @@ namespace sf::train {
 // "42s", "3m07s", "1h05m"; "?" for a negative or non-finite number of seconds.
 std::string format_duration(double seconds);
 
+// Opens a tab-separated log (metrics.tsv, layer_norms.tsv) to append rows, writing `header` and a
+// newline first when the file is new or empty. Throws std::runtime_error when it cannot be opened.
+std::ofstream open_table_for_append(const std::filesystem::path& path, const char* header);
+
 // metrics.tsv: one row per log or validation event.
 class MetricsFile {
  public:

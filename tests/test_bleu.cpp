@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "sacrebleu_util.h"
 #include "test_util.h"
 #include "train/eval/bleu.h"
 
@@ -28,23 +29,10 @@ double bleu_from_precisions(double p1, double p2, double p3, double p4, double b
   return 100.0 * bp * std::pow(p1 * p2 * p3 * p4, 0.25);
 }
 
-std::string error_message(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "(no std::invalid_argument thrown)";
-}
-
 }  // namespace
 
 TEST_CASE("bleu matches sacreBLEU 2.6.0 on the reference cases", "[bleu][reference]") {
-  const std::string path = std::string(SCRATCHFORMER_TEST_DATA) + "/sacrebleu_cases.json";
-  std::ifstream file(path);
-  INFO("reading " << path);
-  REQUIRE(file.good());
-  const nlohmann::json cases = nlohmann::json::parse(file);
+  const nlohmann::json cases = sf::testing::read_sacrebleu_cases("sacrebleu_cases.json");
   REQUIRE(cases.size() >= 10);
 
   for (std::size_t i = 0; i < cases.size(); ++i) {
@@ -200,15 +188,15 @@ TEST_CASE("bleu format line matches sacreBLEU", "[bleu]") {
 }
 
 TEST_CASE("bleu rejects bad arguments with actionable messages", "[bleu]") {
-  const std::string unknown = error_message([] { sf::train::corpus_bleu({"a"}, {"a"}, "intl"); });
+  const std::string unknown = sf::testing::invalid_argument_message([] { sf::train::corpus_bleu({"a"}, {"a"}, "intl"); });
   CHECK_THAT(unknown, Catch::Contains("intl") && Catch::Contains("13a") && Catch::Contains("zh"));
 
-  const std::string unequal = error_message([] { sf::train::corpus_bleu({"a", "b", "c"}, {"a", "b"}); });
+  const std::string unequal = sf::testing::invalid_argument_message([] { sf::train::corpus_bleu({"a", "b", "c"}, {"a", "b"}); });
   CHECK_THAT(unequal, Catch::Contains("3 hypotheses") && Catch::Contains("2 references"));
 
-  CHECK_THAT(error_message([] { sf::train::corpus_bleu({}, {}); }), Catch::Contains("at least one sentence"));
-  CHECK_THAT(error_message([] { sf::train::corpus_bleu({"a", "b"}, {"a", ""}); }), Catch::Contains("reference 1"));
-  CHECK_THAT(error_message([] { sf::train::corpus_bleu({"ok", "bad \xC3"}, {"ok", "ok"}); }),
+  CHECK_THAT(sf::testing::invalid_argument_message([] { sf::train::corpus_bleu({}, {}); }), Catch::Contains("at least one sentence"));
+  CHECK_THAT(sf::testing::invalid_argument_message([] { sf::train::corpus_bleu({"a", "b"}, {"a", ""}); }), Catch::Contains("reference 1"));
+  CHECK_THAT(sf::testing::invalid_argument_message([] { sf::train::corpus_bleu({"ok", "bad \xC3"}, {"ok", "ok"}); }),
              Catch::Contains("hypothesis 1") && Catch::Contains("UTF-8"));
-  CHECK_THAT(error_message([] { sf::train::tokenize_13a("\xED\xA0\x80"); }), Catch::Contains("UTF-8"));  // a surrogate
+  CHECK_THAT(sf::testing::invalid_argument_message([] { sf::train::tokenize_13a("\xED\xA0\x80"); }), Catch::Contains("UTF-8"));  // a surrogate
 }

@@ -1,7 +1,7 @@
 // `scratchformer eval --checkpoint FILE ...`: a checkpoint measured on a held-out file.
-//   translation  --src FILE --ref FILE: translates the test set and prints its corpus BLEU with the
-//                sacreBLEU signature (train/eval/bleu.h), then the teacher-forced loss, NLL and
-//                perplexity on the pairs that fit the model
+//   translation  --src FILE --ref FILE: translates the test set and prints its corpus BLEU and chrF
+//                with the sacreBLEU signatures (train/eval/bleu.h, train/eval/chrf.h), then the
+//                teacher-forced loss, NLL and perplexity on the pairs that fit the model
 //   lm, mlm,     --input FILE (one sentence per line; classify: label<TAB>text[<TAB>text]): the
 //   classify     loss, NLL per token and perplexity; for mlm the masked-token accuracy, for
 //                classify the accuracy (train/task.h evaluate_task)
@@ -18,6 +18,7 @@
 #include "train/cli/cli_util.h"
 #include "train/cli/commands.h"
 #include "train/eval/bleu.h"
+#include "train/eval/chrf.h"
 #include "train/eval/evaluate.h"
 #include "train/setup.h"
 #include "train/task.h"
@@ -63,6 +64,7 @@ int eval_translation(const EvalArgs& a, const train::InferenceModel& im) {
   const auto hyps = translate_lines(im, ids, decode_options(im, a.beam, kLengthPenalty));
   const train::BleuResult bleu = train::corpus_bleu(hyps, corpus.tgt, im.config.data.bleu_tokenize);
   std::cout << train::format_bleu(bleu) << "\n";
+  std::cout << train::format_chrf(train::corpus_chrf(hyps, corpus.tgt)) << "\n";  // sacreBLEU's chrF2
   const train::EncodedSplit pairs = fitting_pairs(im, ids, corpus.tgt);
   if (pairs.src.empty()) throw std::invalid_argument("eval: no pair of " + a.src + " fits the model for the loss");
   const train::TaskBatches task(im.config, *im.tokenizers);
@@ -98,7 +100,7 @@ int run_eval(const EvalArgs& a) {
 Command add_eval_command(CLI::App& app) {
   auto a = std::make_shared<EvalArgs>();
   CLI::App* cmd = app.add_subcommand("eval",
-                                     "Measure a checkpoint on held-out data: BLEU (with signature), loss and perplexity of a "
+                                     "Measure a checkpoint on held-out data: BLEU and chrF (with signatures), loss and perplexity of a "
                                      "translation model; loss, perplexity and accuracy of an lm, mlm or classify model");
   cmd->add_option("--checkpoint", a->checkpoint, "Checkpoint file")->required();
   CLI::Option* src = cmd->add_option("--src", a->src, "Translation: source sentences, one per line");

@@ -129,6 +129,7 @@ void visit_fields(C& c, V& v) {
   v.path("dir", c.run.dir, Need::Required);
   v.integer("threads", c.run.threads);
   v.integer("keep_checkpoints", c.run.keep_checkpoints);
+  v.integer("average_last", c.run.average_last);
 }
 
 // ---- small helpers ----
@@ -661,6 +662,10 @@ void validate(const Config& c, const Checker& check) {
   const RunSection& r = c.run;
   check.non_negative(r.threads, "run", "threads", "= all cores");
   check.positive(r.keep_checkpoints, "run", "keep_checkpoints");
+  check.non_negative(r.average_last, "run", "average_last", "off");
+  check.require(r.average_last <= r.keep_checkpoints, "run", "average_last",
+                "averaging the last " + std::to_string(r.average_last) + " checkpoints needs run.keep_checkpoints >= " +
+                    std::to_string(r.average_last) + ", got " + std::to_string(r.keep_checkpoints));
 }
 
 // ---- writing ----

@@ -143,6 +143,10 @@ struct RunSection {
                                        // resume point) and the K - 1 before it as
                                        // checkpoint-step-NNNNNN.safetensors; 1 = only checkpoint-last
                                        // (checkpoint-best is always kept besides these), e.g. 3
+  std::int64_t average_last = 0;       // at the end of training, average the weights of the last K kept
+                                       // checkpoints (needs keep_checkpoints >= K) into
+                                       // checkpoint-average.safetensors and test with it instead of
+                                       // checkpoint-best (train/checkpoint_average.h); 0 = off, e.g. 3
 
   bool operator==(const RunSection&) const = default;
 };

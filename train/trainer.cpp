@@ -17,10 +17,12 @@
 #include "autograd/runtime/threads.h"
 #include "data/batcher.h"
 #include "train/checkpoint.h"
+#include "train/checkpoint_average.h"
 #include "train/safetensors.h"
 #include "train/data_parallel.h"
 #include "train/distributed/distributed.h"
 #include "train/eval/bleu.h"
+#include "train/eval/chrf.h"
 #include "train/eval/evaluate.h"
 #include "train/norms_by_layer.h"
 #include "train/run_log.h"
@@ -475,14 +477,31 @@ bool out_of_time(TrainingRun& run) {
   return run.parallel.max_over_ranks(over) != 0;
 }
 
-// The test split with the best checkpoint: BLEU and a few sample translations, or the task's
-// loss, perplexity and accuracy.
+// run.average_last = K: the last K kept checkpoints averaged into checkpoint-average
+// (train/checkpoint_average.h), with one line saying which.
+void average_last_checkpoints(TrainingRun& run) {
+  if (run.cfg.run.average_last <= 0) return;
+  const std::vector<std::string> kept = last_kept_checkpoints(run.dir.string(), run.cfg.run.average_last);
+  const std::string out = (run.dir / kAverageCheckpointName).string();
+  run.progress.line(describe_average(average_checkpoints(kept, out), out));
+}
+
+// Loads the weights the test set is measured with and returns their name: checkpoint-average with
+// run.average_last, else checkpoint-best; else the last weights stay.
+std::string load_test_weights(TrainingRun& run) {
+  const bool averaged = run.cfg.run.average_last > 0;
+  const fs::path path = averaged ? run.dir / kAverageCheckpointName : run.best_path;
+  if (!fs::exists(path)) return "last weights";
+  run.model->load_state_dict(load_checkpoint(path.string()).model);
+  return averaged ? "checkpoint-average" : "checkpoint-best";
+}
+
+// The test split with the best (or the averaged) checkpoint: BLEU, chrF and a few sample
+// translations, or the task's loss, perplexity and accuracy.
 void final_test(TrainingRun& run) {
   const Config& cfg = run.cfg;
   if (!has_test_split(cfg)) return;
-  const bool best = fs::exists(run.best_path);
-  if (best) run.model->load_state_dict(load_checkpoint(run.best_path.string()).model);
-  const std::string weights = best ? "checkpoint-best" : "last weights";
+  const std::string weights = load_test_weights(run);
   EncodedSplit test = load_task_split(cfg, *run.tok, "test", run.progress);
   if (cfg.data.task != "translation") {
     const TaskMetrics m = evaluate_task(*run.model, *run.task, test, cfg.data.batch_tokens, cfg.train.label_smoothing);
@@ -495,6 +514,7 @@ void final_test(TrainingRun& run) {
   const BleuResult bleu =
       evaluate_bleu(*run.model, *run.tok, test.src, test.tgt_text, run.valid_decode, cfg.data.bleu_tokenize, &hyps);
   run.progress.line("test (" + weights + "): " + format_bleu(bleu));
+  run.progress.line("test (" + weights + "): " + format_chrf(corpus_chrf(hyps, test.tgt_text)));
   for (std::size_t i = 0; i < std::min<std::size_t>(5, hyps.size()); ++i)
     run.progress.line("  src: " + test.src_text[i] + "\n  ref: " + test.tgt_text[i] + "\n  hyp: " + hyps[i]);
   run.metrics->row(run.st.step, run.epoch(), "test", NAN, NAN, NAN, NAN, NAN, bleu.score, run.st.elapsed_seconds);
@@ -507,6 +527,7 @@ int finish(TrainingRun& run, std::string stop_reason, bool last_was_validation) 
   if (run.st.step == run.start_step && !fs::exists(run.last_path)) save(run, run.last_path);
   run.progress.line("training stopped: " + stop_reason + " after " + std::to_string(run.st.step) + " steps, " +
                     format_duration(run.st.elapsed_seconds) + " of training");
+  average_last_checkpoints(run);
   final_test(run);
   return 0;
 }

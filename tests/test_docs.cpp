@@ -1,6 +1,8 @@
 // The maps a newcomer reads first name what really exists: docs/concepts.md (both languages)
 // names files, the functions in them, test cases and ctest labels; the README's "Layout"
-// section names the folders of the tree. A rename that forgets the docs fails here.
+// section names the folders of the tree. A rename that forgets the docs fails here. The Chinese
+// README and debugging page (README.zh-CN.md, docs/debugging.zh-CN.md) give the same commands as
+// the English ones and link to them, so the two languages cannot drift apart.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -10,6 +12,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "test_util.h"
@@ -133,20 +136,30 @@ TEST_CASE("docs concepts map quotes test cases that exist and labels that are de
   CHECK(labels > 40);
 }
 
-TEST_CASE("README layout section names every folder of the tree and only those", "[docs]") {
-  const std::string readme = read_file((kRoot / "README.md").string());
-  const auto start = readme.find("\n## Layout");
-  REQUIRE(start != std::string::npos);
-  const auto block = readme.find("```", start);
-  const auto block_end = readme.find("```", block + 3);
-  REQUIRE(block_end != std::string::npos);
-  std::istringstream in(readme.substr(block + 3, block_end - block - 3));
+namespace {
+
+// The folders listed in the code block under `heading` ("## Layout") of a README: the first word
+// of each line that starts with "folder/"; none when the heading or its block is missing.
+std::set<std::string> layout_folders(const std::string& readme, const std::string& heading) {
   std::set<std::string> listed;
-  std::string line;
+  const auto start = readme.find("\n" + heading + "\n");
+  if (start == std::string::npos) return listed;
+  const auto block = readme.find("```", start);
+  const auto block_end = block == std::string::npos ? block : readme.find("```", block + 3);
+  if (block_end == std::string::npos) return listed;
+  std::istringstream in(readme.substr(block + 3, block_end - block - 3));
   const std::regex folder(R"(^([a-z_]+(?:/[a-z_]+)*)/\s)");
   std::smatch m;
-  while (std::getline(in, line))
+  for (std::string line; std::getline(in, line);)
     if (std::regex_search(line, m, folder)) listed.insert(m[1]);
+  return listed;
+}
+
+}  // namespace
+
+TEST_CASE("README layout section names every folder of the tree and only those", "[docs]") {
+  const std::set<std::string> listed = layout_folders(read_file((kRoot / "README.md").string()), "## Layout");
+  REQUIRE(!listed.empty());
   for (const std::string& f : listed) {
     INFO("README Layout lists " << f << "/");
     CHECK(fs::is_directory(kRoot / f));
@@ -200,7 +213,9 @@ bool source_holds(const std::regex& pattern, const std::optional<std::regex>& al
 }  // namespace
 
 TEST_CASE("docs debugging walkthrough names functions, files and source lines that exist", "[docs][gdb]") {
-  const std::vector<std::string> doc = lines_of(kRoot / "docs" / "debugging.md");
+  // the English page and its Chinese translation (the same transcripts, the prose translated)
+  const std::string page = GENERATE(as<std::string>{}, "debugging.md", "debugging.zh-CN.md");
+  const std::vector<std::string> doc = lines_of(kRoot / "docs" / page);
   REQUIRE(doc.size() > 100);
   const std::regex file_line(R"(((?:autograd|nn|data|train|tests|tools)/[A-Za-z0-9_/.-]+\.(?:cpp|h)):([0-9]+))");
   const std::regex listing(R"(^(?:[0-9]+|…)\t(.*)$)");  // gdb's "LINE<TAB>source" ("…" where the number is left out)
@@ -210,7 +225,7 @@ TEST_CASE("docs debugging walkthrough names functions, files and source lines th
   std::size_t quoted = 0, functions = 0;
   for (std::size_t i = 0; i < doc.size(); ++i) {
     const std::string& line = doc[i];
-    INFO("docs/debugging.md:" << i + 1 << ": " << line);
+    INFO("docs/" << page << ":" << i + 1 << ": " << line);
     std::smatch m;
     for (std::sregex_iterator it(line.begin(), line.end(), file_line), end; it != end; ++it) {
       // a FILE:LINE left in the doc must land on the line it shows (the listing below it, if any)
@@ -254,7 +269,115 @@ TEST_CASE("docs debugging walkthrough names functions, files and source lines th
   // the gdb commands the page uses are defined by the printers
   const std::string printers = read_file((kRoot / "tools" / "gdb" / "scratchformer_printers.py").string());
   for (const char* command : {"sf-print", "sf-graph", "sf-grad"}) {
-    INFO("docs/debugging.md uses " << command);
+    INFO("docs/" << page << " uses " << command);
     CHECK(printers.find("\"" + std::string(command) + "\", gdb.COMMAND_DATA") != std::string::npos);
+  }
+}
+
+// ---- README.zh-CN.md and docs/debugging.zh-CN.md: the same commands, linked both ways -----------
+
+namespace {
+
+// The first line inside the code block that follows the line holding `marker`, found the way
+// .ci/run's awk finds the README's test command; "" when there is none.
+std::string command_after_marker(const std::vector<std::string>& lines, const std::string& marker) {
+  bool found = false, inside = false;
+  for (const std::string& line : lines) {
+    if (line.find(marker) != std::string::npos) {
+      found = true;
+    } else if (found && line.rfind("```", 0) == 0) {
+      if (inside) return "";
+      inside = true;
+    } else if (inside) {
+      return line;
+    }
+  }
+  return "";
+}
+
+// The command lines of a page's fenced code blocks: lines (backslash continuations joined, a
+// trailing "  # comment" cut off, so a translated comment changes nothing) that run a program of
+// the build tree (build/release/scratchformer, build/debug/tests/...) or a script in tools/.
+std::set<std::string> command_lines(const std::vector<std::string>& lines) {
+  static const std::regex comment(R"(\s+#\s.*$)");
+  static const std::regex command(R"((?:^|[\s|])(?:build/[a-z]+/|tools/)\S)");
+  std::set<std::string> commands;
+  bool inside = false;
+  std::string joined;
+  for (const std::string& line : lines) {
+    if (line.rfind("```", 0) == 0) {
+      inside = !inside;
+      joined.clear();
+      continue;
+    }
+    if (!inside) continue;
+    joined += trimmed(line);
+    if (!joined.empty() && joined.back() == '\\') {
+      joined.back() = ' ';
+      continue;
+    }
+    const std::string cmd = trimmed(std::regex_replace(joined, comment, ""));
+    joined.clear();
+    if (cmd.rfind("#", 0) != 0 && std::regex_search(cmd, command)) commands.insert(cmd);
+  }
+  return commands;
+}
+
+// Whether one of the first five lines of a page links to `target`: "[...](target)".
+bool links_at_top(const std::vector<std::string>& lines, const std::string& target) {
+  for (std::size_t i = 0; i < lines.size() && i < 5; ++i)
+    if (lines[i].find("](" + target + ")") != std::string::npos) return true;
+  return false;
+}
+
+// Every command line of one page is on the other, both ways.
+void check_same_commands(const fs::path& english, const fs::path& chinese) {
+  const std::set<std::string> en = command_lines(lines_of(kRoot / english)), zh = command_lines(lines_of(kRoot / chinese));
+  for (const std::string& c : en) {
+    INFO(english.string() << " runs a command that " << chinese.string() << " does not: " << c);
+    CHECK(zh.count(c) == 1);
+  }
+  for (const std::string& c : zh) {
+    INFO(chinese.string() << " runs a command that " << english.string() << " does not: " << c);
+    CHECK(en.count(c) == 1);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("README.zh-CN.md gives the main and test commands exactly as README.md does", "[docs]") {
+  const auto en = lines_of(kRoot / "README.md"), zh = lines_of(kRoot / "README.zh-CN.md");
+  REQUIRE(zh.size() > 100);
+  for (const char* marker : {"<!-- main-command -->", "<!-- test-command -->"}) {
+    const std::string english = command_after_marker(en, marker), chinese = command_after_marker(zh, marker);
+    INFO("the first line of the code block after " << marker << ": README.md has \"" << english
+         << "\", README.zh-CN.md has \"" << chinese << "\"");
+    CHECK(english.rfind("tools/install-deps.sh && ", 0) == 0);
+    CHECK(chinese == english);
+  }
+}
+
+TEST_CASE("README.zh-CN.md and docs/debugging.zh-CN.md run the same command lines as the English pages", "[docs]") {
+  const auto readme = command_lines(lines_of(kRoot / "README.md"));
+  CHECK(readme.size() > 30);
+  CHECK(readme.count("build/release/scratchformer train --config configs/reverse.toml") == 1);
+  CHECK(command_lines(lines_of(kRoot / "docs" / "debugging.md")).size() >= 4);
+  check_same_commands("README.md", "README.zh-CN.md");
+  check_same_commands(fs::path("docs") / "debugging.md", fs::path("docs") / "debugging.zh-CN.md");
+  // the Chinese README's Layout section lists the same folders
+  const auto en_layout = layout_folders(read_file((kRoot / "README.md").string()), "## Layout");
+  const auto zh_layout = layout_folders(read_file((kRoot / "README.zh-CN.md").string()), "## 目录结构");
+  INFO("the folders of README.md's Layout section and of README.zh-CN.md's 目录结构 section differ");
+  CHECK(!zh_layout.empty());
+  CHECK(zh_layout == en_layout);
+}
+
+TEST_CASE("the English and Chinese README and debugging pages link to each other at the top", "[docs]") {
+  const std::vector<std::pair<fs::path, std::string>> links = {
+      {"README.md", "README.zh-CN.md"}, {"README.zh-CN.md", "README.md"},
+      {fs::path("docs") / "debugging.md", "debugging.zh-CN.md"}, {fs::path("docs") / "debugging.zh-CN.md", "debugging.md"}};
+  for (const auto& [page, target] : links) {
+    INFO(page.string() << " should link to " << target << " in its first five lines: [...](" << target << ")");
+    CHECK(links_at_top(lines_of(kRoot / page), target));
   }
 }

@@ -122,6 +122,7 @@ void visit_fields(C& c, V& v) {
   v.integer("patience", c.train.patience);
   v.choice("best_metric", c.train.best_metric, kBestMetrics);
   v.integer("valid_beam", c.train.valid_beam);
+  v.floating("valid_length_penalty", c.train.valid_length_penalty);
   v.integer("max_nonfinite", c.train.max_nonfinite);
   v.floating("min_lr", c.train.min_lr);
 
@@ -653,6 +654,8 @@ void validate(const Config& c, const Checker& check) {
   check.positive(t.valid_every, "train", "valid_every");
   check.non_negative(t.patience, "train", "patience", "off");
   check.positive(t.valid_beam, "train", "valid_beam");
+  check.require(t.valid_length_penalty >= 0 && t.valid_length_penalty <= 5, "train", "valid_length_penalty",
+                "expected a length penalty alpha in [0, 5], got " + format_double(t.valid_length_penalty));
   check.non_negative(t.max_nonfinite, "train", "max_nonfinite", "stop at the first");
   check.non_negative(t.min_lr, "train", "min_lr");
   check.require(t.schedule != "cosine" || t.min_lr <= t.lr, "train", "min_lr",

@@ -128,6 +128,9 @@ struct TrainSection {
   std::string best_metric = "bleu";    // what checkpoint-best.safetensors keeps the best of: "bleu" (translation)
                                        // | "loss" (the unsmoothed NLL, minimised) | "accuracy" (mlm, classify)
   std::int64_t valid_beam = 1;         // beam size for validation BLEU; 1 = greedy (fastest)
+  double valid_length_penalty = 1.0;   // beam search's alpha (score / length^alpha) for validation, and
+                                       // the default of translate and eval; `scratchformer tune-beam`
+                                       // picks it on the valid set and records it here, in [0, 5]
   std::int64_t max_nonfinite = 5;      // consecutive steps with a NaN/inf loss skipped before giving up
   double min_lr = 0.0;                 // floor of the learning rate (end of the cosine schedule), >= 0
 

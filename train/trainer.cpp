@@ -183,6 +183,7 @@ void load_data(TrainingRun& run) {
   run.batcher = std::make_unique<data::Batcher>(run.train_split.src, run.train_split.tgt, cfg.data.batch_tokens,
                                                 static_cast<std::uint64_t>(cfg.train.seed), true, run.task->rows());
   run.valid_decode.beam = cfg.train.valid_beam;
+  run.valid_decode.length_penalty = cfg.train.valid_length_penalty;
 }
 
 // The model of model.arch and its optimizer, from the seed.

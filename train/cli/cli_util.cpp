@@ -3,6 +3,7 @@
 #include "train/task.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -90,8 +91,21 @@ std::int64_t max_source_tokens(const train::InferenceModel& im) {
 train::DecodeOptions decode_options(const train::InferenceModel& im, std::int64_t beam, double length_penalty) {
   train::DecodeOptions opt;
   opt.beam = beam > 0 ? beam : im.config.train.valid_beam;
-  opt.length_penalty = length_penalty;
+  opt.length_penalty = length_penalty >= 0 ? length_penalty : im.config.train.valid_length_penalty;
   return opt;
+}
+
+CLI::Validator length_penalty_check() { return CLI::Range(0.0, 5.0, "a length penalty alpha in [0, 5]"); }
+
+void add_lang_option(CLI::App& cmd, std::string& lang) {
+  cmd.add_option("--lang", lang, "Language of the headings and tables: en, zh (中文) or auto (default: from LANG)")
+      ->check(CLI::IsMember({"en", "zh", "auto"}));
+}
+
+bool chinese_output(const std::string& lang) {
+  if (lang != "auto") return lang == "zh";
+  const char* env = std::getenv("LANG");
+  return env != nullptr && std::string_view(env).rfind("zh", 0) == 0;
 }
 
 CLI::Validator at_least_one(const std::string& what) {

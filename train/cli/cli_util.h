@@ -36,8 +36,17 @@ void require_translation(const train::InferenceModel& im, const std::string& che
 // positions for a decoder-only model, whose prompt <s> source <sep> and translation share them.
 std::int64_t max_source_tokens(const train::InferenceModel& im);
 
-// --beam (0 = the config's train.valid_beam) and --length-penalty as decoding options.
+// --beam (0 = the config's train.valid_beam) and --length-penalty (< 0 = the config's
+// train.valid_length_penalty, which `tune-beam` sets) as decoding options.
 train::DecodeOptions decode_options(const train::InferenceModel& im, std::int64_t beam, double length_penalty);
+
+// The --length-penalty option of translate, eval and tune-beam: alpha in [0, 5].
+CLI::Validator length_penalty_check();
+
+// --lang en|zh|auto of the commands whose headings and tables exist in Chinese too; auto (the
+// default) is Chinese when the LANG environment variable starts with "zh" (zh_CN.UTF-8).
+void add_lang_option(CLI::App& cmd, std::string& lang);
+bool chinese_output(const std::string& lang);
 
 // A whole number >= 1 for options like --beam and --trace-steps (CLI::PositiveNumber would say
 // "not in range 0 to 1.797...e308"). `what` names it in the message: "a beam size".

@@ -29,9 +29,9 @@ namespace {
 
 struct EvalArgs {
   std::string checkpoint, src, ref, input;
-  std::int64_t beam = 0;  // 0 = the config's valid_beam
+  std::int64_t beam = 0;       // 0 = the config's valid_beam
+  double length_penalty = -1;  // < 0 = the config's valid_length_penalty
 };
-constexpr double kLengthPenalty = 1.0;  // eval has no --length-penalty: translate's default
 
 void print_metrics(const train::TaskMetrics& m, const std::string& what) {
   std::cout << "loss " << m.loss << " nll " << m.nll << " ppl " << std::exp(m.nll);
@@ -61,7 +61,7 @@ int eval_translation(const EvalArgs& a, const train::InferenceModel& im) {
     throw std::invalid_argument("eval: a translation model takes --src FILE and --ref FILE (not --input)");
   data::ParallelCorpus corpus = data::read_parallel(a.src, a.ref);
   const auto ids = encode_inputs(corpus.src, *im.tokenizers, max_source_tokens(im), a.src);
-  const auto hyps = translate_lines(im, ids, decode_options(im, a.beam, kLengthPenalty));
+  const auto hyps = translate_lines(im, ids, decode_options(im, a.beam, a.length_penalty));
   const train::BleuResult bleu = train::corpus_bleu(hyps, corpus.tgt, im.config.data.bleu_tokenize);
   std::cout << train::format_bleu(bleu) << "\n";
   std::cout << train::format_chrf(train::corpus_chrf(hyps, corpus.tgt)) << "\n";  // sacreBLEU's chrF2
@@ -112,6 +112,10 @@ Command add_eval_command(CLI::App& app) {
       ->excludes(src)
       ->excludes(ref);
   cmd->add_option("--beam", a->beam, "Beam size (default: the config's train.valid_beam)")->check(beam_size_check());
+  cmd->add_option("--length-penalty", a->length_penalty,
+                  "Beam search length penalty alpha (default: the config's train.valid_length_penalty, which "
+                  "tune-beam picks on the valid set; never tune it on the test set)")
+      ->check(length_penalty_check());
   return {cmd, [a] { return run_eval(*a); }};
 }
 

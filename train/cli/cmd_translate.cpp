@@ -24,7 +24,7 @@ namespace {
 struct TranslateArgs {
   std::string checkpoint, input;  // input: "" = stdin
   std::int64_t beam = 0;          // 0 = the config's valid_beam
-  double length_penalty = 1.0;
+  double length_penalty = -1;     // < 0 = the config's valid_length_penalty
   bool trace = false;             // --trace: module statistics for the first sentence
   std::int64_t trace_steps = 1;   // decoding steps traced
   std::string trace_file;         // "" = stderr
@@ -66,7 +66,10 @@ Command add_translate_command(CLI::App& app) {
   cmd->add_option("--input", a->input, "Input file (default: stdin)");
   cmd->add_option("--beam", a->beam, "Beam size (1 = greedy; default: the config's train.valid_beam)")
       ->check(beam_size_check());
-  cmd->add_option("--length-penalty", a->length_penalty, "Beam search length penalty alpha (score / length^alpha)");
+  cmd->add_option("--length-penalty", a->length_penalty,
+                  "Beam search length penalty alpha (score / length^alpha; default: the config's "
+                  "train.valid_length_penalty, which tune-beam picks on the valid set)")
+      ->check(length_penalty_check());
   cmd->add_flag("--trace", a->trace,
                 "Print each module's output statistics for the first sentence (encoder, first decoding step)");
   cmd->add_option("--trace-steps", a->trace_steps, "Decoding steps to trace (default: 1; implies --trace)")

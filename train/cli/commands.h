@@ -27,6 +27,7 @@ Command add_classify_command(CLI::App& app);       // cmd_classify.cpp
 Command add_eval_command(CLI::App& app);           // cmd_eval.cpp
 Command add_bleu_command(CLI::App& app);           // cmd_bleu.cpp
 Command add_average_command(CLI::App& app);        // cmd_average.cpp
+Command add_tune_beam_command(CLI::App& app);      // cmd_tune_beam.cpp
 Command add_summary_command(CLI::App& app);        // cmd_summary.cpp
 Command add_bench_command(CLI::App& app);          // cmd_bench.cpp
 Command add_demo_command(CLI::App& app);           // cmd_demo.cpp

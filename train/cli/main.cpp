@@ -10,6 +10,7 @@
 //   eval           cmd_eval.cpp           BLEU / loss, perplexity and accuracy of a checkpoint on held-out data
 //   bleu           cmd_bleu.cpp           sacreBLEU-compatible corpus BLEU (or chrF) of hypotheses against references
 //   average        cmd_average.cpp        the mean of the weights of several checkpoints of one model
+//   tune-beam      cmd_tune_beam.cpp      beam search's length penalty picked on the valid set
 //   summary        cmd_summary.cpp        the model of a config: module tree, parameter counts, FLOPs, KV-cache bytes
 //   bench          cmd_bench.cpp          training-step and decoding speed of a reference model, next to BLAS
 //   demo           cmd_demo.cpp           a tiny forward and backward pass, printed step by step
@@ -69,7 +70,7 @@ int main(int argc, char** argv) {
   const std::vector<cli::Command> commands = {
       cli::add_train_command(app),     cli::add_translate_command(app), cli::add_generate_command(app),
       cli::add_fill_mask_command(app), cli::add_classify_command(app),  cli::add_eval_command(app),
-      cli::add_bleu_command(app),      cli::add_average_command(app),   cli::add_summary_command(app),
+      cli::add_bleu_command(app),      cli::add_average_command(app),   cli::add_tune_beam_command(app), cli::add_summary_command(app),
       cli::add_bench_command(app),     cli::add_demo_command(app),      cli::add_gradcheck_command(app),
       cli::add_attention_command(app), cli::add_plot_command(app),      cli::add_explain_batch_command(app),
       cli::add_handout_command(app),   cli::add_grade_command(app),

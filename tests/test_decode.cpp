@@ -232,6 +232,40 @@ TEST_CASE("beam search equals an exhaustive search on a tiny vocabulary", "[deco
   CHECK(beats_greedy > 0);
 }
 
+TEST_CASE("beam search's candidates: every finished hypothesis, ranked, scored as it says", "[decode][beam]") {
+  // The hypotheses the explorer shows as the beam's candidates: best first, the first is what
+  // beam_search returns, and each one's log-probability is the model's (teacher forcing) and its
+  // score log_prob / length^alpha.
+  nn::ModelConfig cfg = small_config();
+  Generator gen(11);
+  const std::vector<Seq> sources = some_sources(gen, 4);
+  RandomModel m(cfg, 3, 3.0, Dtype::Float64);
+  train::DecodeOptions opt;
+  opt.beam = 4;
+  for (double alpha : {0.0, 1.0}) {
+    opt.length_penalty = alpha;
+    const auto best = train::beam_search(m.model, train::pad_batch(sources, kPad), opt);
+    const auto hyps = train::beam_search_hypotheses(m.model, train::pad_batch(sources, kPad), opt);
+    REQUIRE(hyps.size() == sources.size());
+    for (std::size_t b = 0; b < sources.size(); ++b) {
+      INFO("alpha " << alpha << " source " << str(sources[b]));
+      REQUIRE(hyps[b].size() >= 1);
+      CHECK(hyps[b].front().tokens == best[b]);
+      const nn::Encoded enc = m.model.encode(one_source(sources[b]));
+      const std::int64_t limit = train::max_target_length(m.model, static_cast<std::int64_t>(sources[b].size()), opt);
+      for (std::size_t k = 0; k < hyps[b].size(); ++k) {
+        const train::BeamHypothesis& h = hyps[b][k];
+        if (k > 0) CHECK(h.score <= hyps[b][k - 1].score);
+        const bool ended_in_eos = h.length == static_cast<std::int64_t>(h.tokens.size()) + 1;
+        CHECK((ended_in_eos || h.length == limit));
+        CHECK(h.score == Approx(h.log_prob / std::pow(static_cast<double>(h.length), alpha)).epsilon(1e-12));
+        NoGradGuard no_grad;
+        CHECK(h.log_prob == Approx(sequence_log_prob(m.model, enc, {h.tokens, ended_in_eos, 0.0})).margin(kScoreTol));
+      }
+    }
+  }
+}
+
 TEST_CASE("decoding with and without the KV cache gives the same outputs", "[decode][beam][cache]") {
   for (std::uint64_t seed : {1, 2}) {
     RandomModel m(small_config(), seed, 3.0, Dtype::Float32);

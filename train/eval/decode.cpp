@@ -156,18 +156,13 @@ namespace {
 
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
-struct Finished {
-  double score;  // normalised by length^alpha
-  std::vector<std::int64_t> tokens;
-};
-
 // The search so far: B sentences of K beams each.
 struct Beams {
   std::int64_t B, K;
   std::vector<std::vector<std::int64_t>> prefixes;  // B*K: BOS (or the prompt) + the tokens of each beam
   std::int64_t start;                               // the length of BOS or the prompt
   std::vector<double> scores;                       // B*K: total log-probability (-inf: no beam)
-  std::vector<std::vector<Finished>> finished;      // B: the hypotheses that ended
+  std::vector<std::vector<BeamHypothesis>> finished;  // B: the hypotheses that ended
   std::vector<bool> done;                           // B
   // starts: each sentence's start_prefixes row (all of one length)
   Beams(const std::vector<std::vector<std::int64_t>>& starts, std::int64_t k)
@@ -188,9 +183,10 @@ struct NextBeams {
 };
 
 // Step t of sentence b: picks its next K beams among the 2K best extensions (logp: (B*K, V)
-// log-probabilities) and finishes hypotheses that end in EOS or run out of length.
+// log-probabilities) and finishes hypotheses that end in EOS or run out of length (`length`
+// tokens scored so far, EOS included; norm = length^alpha).
 void extend_sentence(Beams& beams, NextBeams& next, std::int64_t b, const std::vector<float>& logp, std::int64_t V,
-                     std::int64_t pad, double norm, bool out_of_length) {
+                     std::int64_t pad, std::int64_t length, double norm, bool out_of_length) {
   const std::int64_t K = beams.K;
   std::vector<std::tuple<double, std::int64_t, std::int64_t>> cand;  // (total score, row, token)
   for (std::int64_t row = b * K; row < (b + 1) * K; ++row) {
@@ -206,7 +202,8 @@ void extend_sentence(Beams& beams, NextBeams& next, std::int64_t b, const std::v
     const auto [total, row, v] = cand[i];
     if (v == kEos) {
       if (static_cast<std::int64_t>(i) < K)
-        beams.finished[b].push_back({total / norm, {beams.prefixes[row].begin() + beams.start, beams.prefixes[row].end()}});
+        beams.finished[b].push_back(
+            {{beams.prefixes[row].begin() + beams.start, beams.prefixes[row].end()}, total, length, total / norm});
       continue;
     }
     next.from_row[b * K + alive] = row, next.token[b * K + alive] = v, next.scores[b * K + alive] = total;
@@ -217,7 +214,8 @@ void extend_sentence(Beams& beams, NextBeams& next, std::int64_t b, const std::v
       const auto& prefix = beams.prefixes[next.from_row[b * K + k]];
       std::vector<std::int64_t> toks(prefix.begin() + beams.start, prefix.end());
       toks.push_back(next.token[b * K + k]);
-      beams.finished[b].push_back({next.scores[b * K + k] / norm, std::move(toks)});
+      const double total = next.scores[b * K + k];
+      beams.finished[b].push_back({std::move(toks), total, length, total / norm});
     }
   }
   beams.done[b] = out_of_length || static_cast<std::int64_t>(beams.finished[b].size()) >= K || alive == 0;
@@ -236,22 +234,18 @@ void advance(Beams& beams, NextBeams& next) {
   beams.scores = std::move(next.scores);
 }
 
-// The best finished hypothesis of each sentence (empty if none).
-std::vector<std::vector<std::int64_t>> best_hypotheses(const Beams& beams) {
-  std::vector<std::vector<std::int64_t>> out(beams.B);
-  for (std::int64_t b = 0; b < beams.B; ++b) {
-    const Finished* best = nullptr;
-    for (const auto& f : beams.finished[b])
-      if (!best || f.score > best->score) best = &f;
-    if (best) out[b] = best->tokens;
-  }
-  return out;
+// Each sentence's finished hypotheses, best first (a stable sort: the first of equal scores
+// stays first).
+std::vector<std::vector<BeamHypothesis>> ranked_hypotheses(Beams& beams) {
+  for (auto& hyps : beams.finished)
+    std::stable_sort(hyps.begin(), hyps.end(), [](const auto& x, const auto& y) { return x.score > y.score; });
+  return std::move(beams.finished);
 }
 
 }  // namespace
 
-std::vector<std::vector<std::int64_t>> beam_search(const nn::Model& model, const Tensor& src,
-                                                   const DecodeOptions& opt) {
+std::vector<std::vector<BeamHypothesis>> beam_search_hypotheses(const nn::Model& model, const Tensor& src,
+                                                                const DecodeOptions& opt) {
   NoGradGuard no_grad;
   const std::int64_t B = src.size(0), K = opt.beam, pad = model.config().pad_id;
   if (K < 1) throw std::invalid_argument("beam_search: beam must be >= 1, got " + std::to_string(K));
@@ -269,13 +263,21 @@ std::vector<std::vector<std::int64_t>> beam_search(const nn::Model& model, const
                    std::vector<double>(B * K, kNegInf)};
     for (std::int64_t r = 0; r < B * K; ++r) next.from_row[r] = r;  // a finished sentence's rows stay
     for (std::int64_t b = 0; b < B; ++b)
-      if (!beams.done[b]) extend_sentence(beams, next, b, logp, V, pad, norm, t + 1 >= limit[b]);
+      if (!beams.done[b]) extend_sentence(beams, next, b, logp, V, pad, t + 1, norm, t + 1 >= limit[b]);
     if (std::all_of(beams.done.begin(), beams.done.end(), [](bool d) { return d; })) break;
     const Tensor from_row = from_vector<std::int64_t>(next.from_row, {B * K});
     advance(beams, next);
     if (opt.use_cache) state->reorder(from_row);
   }
-  return best_hypotheses(beams);
+  return ranked_hypotheses(beams);
+}
+
+std::vector<std::vector<std::int64_t>> beam_search(const nn::Model& model, const Tensor& src,
+                                                   const DecodeOptions& opt) {
+  std::vector<std::vector<std::int64_t>> best;
+  for (auto& hyps : beam_search_hypotheses(model, src, opt))
+    best.push_back(hyps.empty() ? std::vector<std::int64_t>{} : std::move(hyps.front().tokens));
+  return best;
 }
 
 std::vector<std::vector<std::int64_t>> translate_batch(const nn::Model& model, const Tensor& src,

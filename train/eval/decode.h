@@ -33,9 +33,24 @@ std::int64_t max_target_length(const nn::Model& model, std::int64_t src_len, con
 std::vector<std::vector<std::int64_t>> greedy_decode(const nn::Model& model, const Tensor& src,
                                                      const DecodeOptions& opt);
 
-// Beam search over every sentence of the batch at once (B*K rows share one KV cache).
+// Beam search over every sentence of the batch at once (B*K rows share one KV cache): each
+// sentence's best finished hypothesis (beam_search_hypotheses' first).
 std::vector<std::vector<std::int64_t>> beam_search(const nn::Model& model, const Tensor& src,
                                                    const DecodeOptions& opt);
+
+// One finished hypothesis of beam search.
+struct BeamHypothesis {
+  std::vector<std::int64_t> tokens;  // without BOS and EOS
+  double log_prob = 0;               // total log-probability, EOS included when it ended in EOS
+  std::int64_t length = 0;           // tokens scored (EOS included): the length of length^alpha
+  double score = 0;                  // log_prob / length^alpha: what the beams are ranked by
+};
+
+// Every hypothesis beam search finished for each sentence (up to K, sometimes a few more at the
+// length limit), best score first, equal scores in the order they finished. The explorer shows
+// them as the beam's candidates.
+std::vector<std::vector<BeamHypothesis>> beam_search_hypotheses(const nn::Model& model, const Tensor& src,
+                                                                const DecodeOptions& opt);
 
 // greedy_decode or beam_search according to opt.beam.
 std::vector<std::vector<std::int64_t>> translate_batch(const nn::Model& model, const Tensor& src,

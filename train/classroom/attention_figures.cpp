@@ -27,26 +27,23 @@ namespace sf::train {
 
 namespace {
 
-// Sets capture_weights on every attention of the model (encoder self-attention, decoder self-
-// and cross-attention) while it lives, and clears it (and the captured tensors) again afterwards.
+// Sets capture_weights on the given attention layers while it lives, and clears it (and the
+// captured tensors) again afterwards.
 class CaptureAttention {
  public:
-  explicit CaptureAttention(const nn::Seq2SeqTransformer& model) : model_(model) { set(true); }
+  explicit CaptureAttention(std::vector<nn::MultiHeadAttention*> all) : all_(std::move(all)) { set(true); }
   ~CaptureAttention() { set(false); }
   CaptureAttention(const CaptureAttention&) = delete;
   CaptureAttention& operator=(const CaptureAttention&) = delete;
 
  private:
   void set(bool on) {
-    std::vector<nn::MultiHeadAttention*> all;
-    for (const auto& layer : *model_.encoder->layers) all.push_back(layer->self_attn.get());
-    for (const auto& layer : *model_.decoder->layers) all.insert(all.end(), {layer->self_attn.get(), layer->cross_attn.get()});
-    for (nn::MultiHeadAttention* m : all) {
+    for (nn::MultiHeadAttention* m : all_) {
       m->capture_weights = on;
       if (!on) m->last_weights = Tensor();
     }
   }
-  const nn::Seq2SeqTransformer& model_;
+  std::vector<nn::MultiHeadAttention*> all_;
 };
 
 // `text` -> token ids, refusing what the model cannot take.
@@ -136,14 +133,16 @@ const nn::ModuleList<nn::EncoderLayer>& self_attention_layers(const nn::Model& m
 // The sequence a single-stack model reads for `text`: a decoder-only LM's <s> text; a
 // decoder-only translation's prompt <s> text <sep> and its greedy translation; an encoder's text
 // (<mask> and the other task symbols as they are written) or, for classify, <cls> a [<sep> b].
-std::vector<std::int64_t> single_stack_sequence(const InferenceModel& im, const std::string& text, std::string& continuation) {
+std::vector<std::int64_t> single_stack_sequence(const InferenceModel& im, const std::string& text, const char* option,
+                                                std::string& continuation) {
   const data::Tokenizer& tok = im.tokenizers->src;
   const std::int64_t max_len = im.config.model.max_len;
   if (im.config.data.task == "classify") {
+    encode_sentence(tok, text, option, max_len - 2);
     const auto tab = text.find('\t');
     return classify_input(tok, text.substr(0, tab), tab == std::string::npos ? "" : text.substr(tab + 1));
   }
-  const std::vector<std::int64_t> ids = encode_sentence(tok, text, "--src", im.config.data.task == "translation" ? max_len / 2 - 1 : max_len - 1);
+  const std::vector<std::int64_t> ids = encode_sentence(tok, text, option, im.config.data.task == "translation" ? max_len / 2 - 1 : max_len - 1);
   if (im.config.model.arch == "encoder-only") return encode_with_symbols(tok, text);
   std::vector<std::int64_t> seq{data::kBosId};
   if (im.config.data.task != "translation") return seq.insert(seq.end(), ids.begin(), ids.end()), seq;
@@ -155,128 +154,159 @@ std::vector<std::int64_t> single_stack_sequence(const InferenceModel& im, const 
 }
 
 // A decoder-only or encoder-only model: its one stack's self-attention over one sequence.
-AttentionFigures single_stack_figures(const InferenceModel& im, const std::string& text, std::int64_t pad) {
+AttentionWeights single_stack_weights(const InferenceModel& im, const std::string& text, std::int64_t pad,
+                                      const AttentionInputNames& names) {
   const nn::Model& model = *im.model;
-  AttentionFigures fig;
-  std::vector<std::int64_t> seq = single_stack_sequence(im, text, fig.translation);
+  AttentionWeights w;
+  std::vector<std::int64_t> seq = single_stack_sequence(im, text, names.source, w.translation);
   seq.insert(seq.end(), static_cast<std::size_t>(pad), data::kPadId);  // as a batch pads a shorter row
   if (static_cast<std::int64_t>(seq.size()) > model.config().max_len)
     throw std::invalid_argument("attention: the sequence is " + std::to_string(seq.size()) + " tokens, more than model.max_len " +
                                 std::to_string(model.config().max_len));
-  fig.source_pieces = fig.decoder_inputs = pieces_of(im.tokenizers->src, seq);
+  w.source_pieces = w.decoder_inputs = w.produced = pieces_of(im.tokenizers->src, seq);
   const bool causal = model.config().arch == nn::Arch::DecoderOnly;
+  AttentionStack stack{"self", causal, w.source_pieces, w.source_pieces, {}};
+  std::vector<nn::MultiHeadAttention*> all;
+  for (const auto& layer : self_attention_layers(model)) all.push_back(layer->self_attn.get());
   NoGradGuard no_grad;
+  CaptureAttention capture(all);
   const Tensor ids = from_vector<std::int64_t>(seq, {1, static_cast<std::int64_t>(seq.size())});  // (1,T)
-  std::vector<Heatmap> maps;
-  const auto& layers = self_attention_layers(model);
-  for (const auto& layer : layers) layer->self_attn->capture_weights = true;
   causal ? model.forward(Tensor(), ids) : model.forward(ids, Tensor());
-  std::size_t l = 0;
-  for (const auto& layer : layers) {
-    add_head_maps(maps, layer->self_attn->last_weights, l++, fig.source_pieces, fig.source_pieces);  // (1,H,T,T)
-    layer->self_attn->capture_weights = false;
-    layer->self_attn->last_weights = Tensor();
-  }
-  fig.produced = fig.source_pieces;
-  const std::string title = causal ? "Causal self-attention (decoder-only), row = position reading the token"
-                                   : "Bidirectional self-attention (encoder-only), row = position";
-  fig.self_svg = heatmaps_with_sentence(maps, static_cast<int>(model.config().n_heads), title, text, fig.translation,
-                                        fig.translation.empty() ? "" : " (greedy)");
-  return fig;
-}
-
-// The maps of one encoder-decoder pass over `src` (1,S) and `tgt_in` (1,T), every attention
-// capturing its weights: the encoder's self-attention (S x S), the decoder's self-attention
-// (T x T) and cross-attention (T x S), per layer and head, and the overview pairs.
-struct EncoderDecoderMaps {
-  std::vector<Heatmap> encoder, self, cross, overview;
-};
-EncoderDecoderMaps encoder_decoder_maps(const nn::Seq2SeqTransformer& model, const Tensor& src, const Tensor& tgt_in,
-                                        const AttentionFigures& fig) {
-  EncoderDecoderMaps maps;
-  CaptureAttention capture(model);
-  const auto enc = model.encode(src);
-  model.decode(tgt_in, enc);  // the full decoder, no cache
-  const auto& enc_layers = *model.encoder->layers;
-  const auto& dec_layers = *model.decoder->layers;
-  for (std::size_t l = 0; l < enc_layers.size(); ++l)
-    add_head_maps(maps.encoder, enc_layers[l].self_attn->last_weights, l, fig.source_pieces, fig.source_pieces);  // (1,H,S,S)
-  for (std::size_t l = 0; l < dec_layers.size(); ++l) {
-    add_head_maps(maps.cross, dec_layers[l].cross_attn->last_weights, l, fig.produced, fig.source_pieces);  // (1,H,T,S)
-    add_head_maps(maps.self, dec_layers[l].self_attn->last_weights, l, fig.produced, fig.decoder_inputs);   // (1,H,T,T)
-  }
-  for (std::size_t l = 0; l < std::min(enc_layers.size(), dec_layers.size()); ++l) {
-    maps.overview.push_back(head_map(enc_layers[l].self_attn->last_weights, 0, "encoder " + layer_head(l, 0) + ": bidirectional",
-                                     fig.source_pieces, fig.source_pieces));
-    maps.overview.push_back(head_map(dec_layers[l].self_attn->last_weights, 0, "decoder " + layer_head(l, 0) + ": causal",
-                                     fig.produced, fig.decoder_inputs));
-  }
-  return maps;
+  for (nn::MultiHeadAttention* m : all) stack.layers.push_back(m->last_weights);  // (1,H,T,T)
+  w.stacks.push_back(std::move(stack));
+  return w;
 }
 
 // The decoder's input BOS y1 .. yn and what each position produces, y1 .. yn EOS (the last token
 // of y instead of EOS when the length limit, not EOS, ended the greedy translation).
 void decoder_rows(const Tokenizers& tok, const std::vector<std::int64_t>& y, bool ends_with_eos,
-                  std::vector<std::int64_t>& tgt_in, AttentionFigures& fig) {
+                  std::vector<std::int64_t>& tgt_in, AttentionWeights& w) {
   tgt_in = {data::kBosId};
   tgt_in.insert(tgt_in.end(), y.begin(), ends_with_eos ? y.end() : y.end() - 1);
   std::vector<std::int64_t> produced(tgt_in.begin() + 1, tgt_in.end());
   produced.push_back(ends_with_eos ? data::kEosId : y.back());
-  fig.decoder_inputs = pieces_of(tok.tgt, tgt_in);
-  fig.produced = pieces_of(tok.tgt, produced);
+  w.decoder_inputs = pieces_of(tok.tgt, tgt_in);
+  w.produced = pieces_of(tok.tgt, produced);
 }
 
-}  // namespace
-
-AttentionFigures attention_figures(const InferenceModel& im, const std::string& source,
-                                   const std::optional<std::string>& target, std::int64_t pad) {
-  if (pad < 0) throw std::invalid_argument("attention: --pad must be >= 0, got " + std::to_string(pad));
-  const auto* encoder_decoder = dynamic_cast<const nn::Seq2SeqTransformer*>(im.model.get());
-  if (!encoder_decoder) {
-    if (target) throw std::invalid_argument("attention: --tgt is for an encoder-decoder; a " + im.config.model.arch +
-                                            " model reads one sequence (--src)");
-    return single_stack_figures(im, source, pad);
+// One encoder-decoder pass over `src` (1,S) and `tgt_in` (1,T), every attention capturing its
+// weights: the encoder's self-attention (S x S), the decoder's self-attention (T x T) and its
+// cross-attention (T x S), per layer.
+void encoder_decoder_pass(const nn::Seq2SeqTransformer& model, const Tensor& src, const Tensor& tgt_in, AttentionWeights& w) {
+  AttentionStack encoder{"encoder", false, w.source_pieces, w.source_pieces, {}};
+  AttentionStack self{"decoder_self", true, w.produced, w.decoder_inputs, {}};
+  AttentionStack cross{"cross", false, w.produced, w.source_pieces, {}};
+  std::vector<nn::MultiHeadAttention*> all;
+  for (const auto& layer : *model.encoder->layers) all.push_back(layer->self_attn.get());
+  for (const auto& layer : *model.decoder->layers) all.insert(all.end(), {layer->self_attn.get(), layer->cross_attn.get()});
+  CaptureAttention capture(all);
+  model.decode(tgt_in, model.encode(src));  // the full decoder, no cache
+  for (const auto& layer : *model.encoder->layers) encoder.layers.push_back(layer->self_attn->last_weights);  // (1,H,S,S)
+  for (const auto& layer : *model.decoder->layers) {
+    self.layers.push_back(layer->self_attn->last_weights);    // (1,H,T,T)
+    cross.layers.push_back(layer->cross_attn->last_weights);  // (1,H,T,S)
   }
-  const nn::Seq2SeqTransformer& model = *encoder_decoder;
+  w.stacks = {std::move(encoder), std::move(self), std::move(cross)};
+}
+
+AttentionWeights encoder_decoder_weights(const InferenceModel& im, const nn::Seq2SeqTransformer& model,
+                                         const std::string& source, const std::optional<std::string>& target,
+                                         std::int64_t pad, const AttentionInputNames& names) {
   const Tokenizers& tok = *im.tokenizers;
   const std::int64_t limit = im.config.model.max_len - 2;
-  std::vector<std::int64_t> src_ids = encode_sentence(tok.src, source, "--src", limit);
+  std::vector<std::int64_t> src_ids = encode_sentence(tok.src, source, names.source, limit);
   const auto S = static_cast<std::int64_t>(src_ids.size());
   if (S + pad > im.config.model.max_len)
     throw std::invalid_argument("attention: --src (" + std::to_string(S) + " tokens) and --pad " + std::to_string(pad) +
                                 " are more than model.max_len " + std::to_string(im.config.model.max_len));
   NoGradGuard no_grad;
-  AttentionFigures fig;
+  AttentionWeights w;
   // y: the target tokens (no BOS/EOS); ends_with_eos: whether the last decoder position produces EOS
   std::vector<std::int64_t> y;
   bool ends_with_eos = true;
   if (target) {
-    y = encode_sentence(tok.tgt, *target, "--tgt", limit);
-    fig.teacher_forced = true;
+    y = encode_sentence(tok.tgt, *target, names.target, limit);
+    w.teacher_forced = true;
   } else {
     DecodeOptions opt;  // greedy, with the KV cache (fast), from the unpadded source; the weights come from the pass below
     y = greedy_decode(model, from_vector<std::int64_t>(src_ids, {1, S}), opt).at(0);
     // Stopped by the length limit instead of EOS: the last generated token is then a row of its own.
     ends_with_eos = static_cast<std::int64_t>(y.size()) < max_target_length(model, S, opt);
   }
-  fig.translation = tok.tgt.decode(y);
+  w.translation = tok.tgt.decode(y);
   std::vector<std::int64_t> tgt_in;
-  decoder_rows(tok, y, ends_with_eos, tgt_in, fig);
+  decoder_rows(tok, y, ends_with_eos, tgt_in, w);
   src_ids.insert(src_ids.end(), static_cast<std::size_t>(pad), data::kPadId);  // as a batch pads a shorter row
-  fig.source_pieces = pieces_of(tok.src, src_ids);
-
+  w.source_pieces = pieces_of(tok.src, src_ids);
   const auto T = static_cast<std::int64_t>(tgt_in.size());
-  const EncoderDecoderMaps maps = encoder_decoder_maps(model, from_vector<std::int64_t>(src_ids, {1, S + pad}),
-                                                       from_vector<std::int64_t>(tgt_in, {1, T}), fig);
-  const int heads = static_cast<int>(model.config().n_heads);
+  encoder_decoder_pass(model, from_vector<std::int64_t>(src_ids, {1, S + pad}), from_vector<std::int64_t>(tgt_in, {1, T}), w);
+  return w;
+}
+
+// Every head of every layer of `stack` as a map titled "layer L, head h".
+std::vector<Heatmap> stack_maps(const AttentionStack& stack) {
+  std::vector<Heatmap> maps;
+  for (std::size_t l = 0; l < stack.layers.size(); ++l) add_head_maps(maps, stack.layers[l], l, stack.queries, stack.keys);
+  return maps;
+}
+
+// Per layer: the encoder's head 1 beside the decoder self-attention's head 1.
+std::vector<Heatmap> overview_maps(const AttentionStack& encoder, const AttentionStack& self) {
+  std::vector<Heatmap> maps;
+  for (std::size_t l = 0; l < std::min(encoder.layers.size(), self.layers.size()); ++l) {
+    maps.push_back(head_map(encoder.layers[l], 0, "encoder " + layer_head(l, 0) + ": bidirectional", encoder.queries, encoder.keys));
+    maps.push_back(head_map(self.layers[l], 0, "decoder " + layer_head(l, 0) + ": causal", self.queries, self.keys));
+  }
+  return maps;
+}
+
+AttentionFigures figures_of(const AttentionWeights& w) {
+  AttentionFigures fig;
+  fig.source_pieces = w.source_pieces;
+  fig.decoder_inputs = w.decoder_inputs;
+  fig.produced = w.produced;
+  fig.translation = w.translation;
+  fig.teacher_forced = w.teacher_forced;
+  return fig;
+}
+
+}  // namespace
+
+AttentionWeights attention_weights(const InferenceModel& im, const std::string& source,
+                                   const std::optional<std::string>& target, std::int64_t pad,
+                                   const AttentionInputNames& names) {
+  if (pad < 0) throw std::invalid_argument("attention: --pad must be >= 0, got " + std::to_string(pad));
+  const auto* encoder_decoder = dynamic_cast<const nn::Seq2SeqTransformer*>(im.model.get());
+  if (encoder_decoder) return encoder_decoder_weights(im, *encoder_decoder, source, target, pad, names);
+  if (target)
+    throw std::invalid_argument(std::string("attention: ") + names.target + " is for an encoder-decoder; a " +
+                                im.config.model.arch + " model reads one sequence (" + names.source + ")");
+  return single_stack_weights(im, source, pad, names);
+}
+
+AttentionFigures attention_figures(const InferenceModel& im, const std::string& source,
+                                   const std::optional<std::string>& target, std::int64_t pad) {
+  const AttentionWeights w = attention_weights(im, source, target, pad);
+  AttentionFigures fig = figures_of(w);
+  const int heads = static_cast<int>(im.config.model.n_heads);
+  if (w.stacks.size() == 1) {  // a decoder-only or encoder-only model
+    const std::string title = w.stacks[0].causal ? "Causal self-attention (decoder-only), row = position reading the token"
+                                                 : "Bidirectional self-attention (encoder-only), row = position";
+    fig.self_svg = heatmaps_with_sentence(stack_maps(w.stacks[0]), heads, title, source, fig.translation,
+                                          fig.translation.empty() ? "" : " (greedy)");
+    return fig;
+  }
+  const AttentionStack &encoder = w.stacks[0], &self = w.stacks[1], &cross = w.stacks[2];
   const std::string how = fig.teacher_forced ? " (given)" : " (greedy)";
-  fig.cross_svg = heatmaps_with_sentence(maps.cross, heads, "Cross-attention, rows = token produced", source,
+  fig.cross_svg = heatmaps_with_sentence(stack_maps(cross), heads, "Cross-attention, rows = token produced", source,
                                          fig.translation, how);
-  fig.self_svg = heatmaps_with_sentence(maps.self, heads, "Masked self-attention, rows = token produced", source,
+  fig.self_svg = heatmaps_with_sentence(stack_maps(self), heads, "Masked self-attention, rows = token produced", source,
                                         fig.translation, how);
-  fig.encoder_svg = heatmaps_with_sentence(maps.encoder, heads, "Encoder self-attention (bidirectional), rows = source position",
-                                           source, fig.translation, how);
-  fig.overview_svg = heatmaps_with_sentence(maps.overview, 2, "Bidirectional (encoder) beside causal (decoder), head 1", source,
+  fig.encoder_svg = heatmaps_with_sentence(stack_maps(encoder), heads,
+                                           "Encoder self-attention (bidirectional), rows = source position", source,
+                                           fig.translation, how);
+  fig.overview_svg = heatmaps_with_sentence(overview_maps(encoder, self), 2,
+                                            "Bidirectional (encoder) beside causal (decoder), head 1", source,
                                             fig.translation, how);
   return fig;
 }

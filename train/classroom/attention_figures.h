@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "autograd/tensor.h"
 #include "train/setup.h"
 
 namespace sf::train {
@@ -45,5 +46,35 @@ struct AttentionFigures {
 // keys, and the translation does not change (it is decoded from the unpadded source).
 AttentionFigures attention_figures(const InferenceModel& im, const std::string& source,
                                    const std::optional<std::string>& target, std::int64_t pad = 0);
+
+// ---- the weights behind the figures (also what `scratchformer serve` sends, train/explorer) ----
+
+// One stack of attention layers: every layer's weights for one sentence, with their labels.
+struct AttentionStack {
+  std::string kind;                   // "encoder", "decoder_self", "cross" (encoder-decoder) or "self"
+  bool causal = false;                // a query sees no key after it (decoder self-attention)
+  std::vector<std::string> queries;   // the Tq row labels (token pieces)
+  std::vector<std::string> keys;      // the Tk column labels
+  std::vector<Tensor> layers;         // per layer: (1,H,Tq,Tk), each row summing to 1
+};
+
+struct AttentionWeights {
+  std::vector<AttentionStack> stacks;       // encoder, decoder_self, cross; or the one "self" stack
+  std::string translation;                  // as AttentionFigures::translation
+  bool teacher_forced = false;
+  std::vector<std::string> source_pieces, decoder_inputs, produced;  // as in AttentionFigures
+};
+
+// The names of the inputs in error messages: the CLI's options, or the explorer's fields.
+struct AttentionInputNames {
+  const char* source = "--src";
+  const char* target = "--tgt";
+};
+
+// What attention_figures draws, as tensors: the same sentence, decoding and single pass with
+// every attention capturing its weights (same errors, naming `names`).
+AttentionWeights attention_weights(const InferenceModel& im, const std::string& source,
+                                   const std::optional<std::string>& target, std::int64_t pad = 0,
+                                   const AttentionInputNames& names = {});
 
 }  // namespace sf::train

@@ -43,14 +43,6 @@ std::string describe_phases(const train::Generation& g, const nn::ModelConfig& c
   return os.str();
 }
 
-// Tokens a continuation may hold: ordinary pieces and </s> (never padding, <s> or task symbols).
-std::vector<bool> generatable(const data::Tokenizer& tok) {
-  std::vector<bool> allowed(static_cast<std::size_t>(tok.vocab_size()), false);
-  for (std::int64_t v = tok.first_ordinary_id(); v < tok.vocab_size(); ++v) allowed[v] = true;
-  allowed[data::kEosId] = true;
-  return allowed;
-}
-
 int run_generate(GenerateArgs& a) {
   if (a.has_prompt == !a.input.empty()) throw std::invalid_argument("generate: give either --prompt TEXT or --input FILE");
   train::check_sampling_options(a.options.sampling);
@@ -58,7 +50,7 @@ int run_generate(GenerateArgs& a) {
   train::require_model(im.config, a.checkpoint, "generate", im.config.model.arch == "decoder-only",
                        "a decoder-only model (data.task = \"lm\" or \"translation\")");
   const data::Tokenizer& tok = im.tokenizers->tgt;
-  a.options.allowed = generatable(tok);
+  a.options.allowed = train::generatable_tokens(tok);
   const std::vector<std::string> prompts = a.has_prompt ? std::vector<std::string>{a.prompt} : read_input_lines(a.input);
   Generator gen(a.seed);
   for (const std::string& text : prompts) {

@@ -74,4 +74,11 @@ std::int64_t kv_cache_formula_bytes(const nn::ModelConfig& cfg, std::int64_t pos
   return 2 * cfg.decoder_layers * batch * kv_heads * positions * head_dim * element_bytes;
 }
 
+std::vector<bool> generatable_tokens(const data::Tokenizer& tok) {
+  std::vector<bool> allowed(static_cast<std::size_t>(tok.vocab_size()), false);
+  for (std::int64_t v = tok.first_ordinary_id(); v < tok.vocab_size(); ++v) allowed[v] = true;
+  allowed[data::kEosId] = true;
+  return allowed;
+}
+
 }  // namespace sf::train

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "autograd/generator.h"
+#include "data/tokenizer.h"
 #include "nn/model.h"
 #include "train/eval/sampling.h"
 
@@ -43,6 +44,10 @@ struct Generation {
 // max_new is cut to the positions left (max_len - P).
 Generation generate(const nn::Model& model, const std::vector<std::int64_t>& prompt, const GenerateOptions& opt,
                     Generator& gen);
+
+// The tokens a continuation may hold (GenerateOptions::allowed): the tokenizer's ordinary pieces
+// and </s>, never padding, <s> or task symbols (<sep>, <mask>, ...).
+std::vector<bool> generatable_tokens(const data::Tokenizer& tok);
 
 // The lecture's KV-cache size: keys and values, 2 * L * B * Hkv * T * Dh * bytes per element.
 std::int64_t kv_cache_formula_bytes(const nn::ModelConfig& cfg, std::int64_t positions, std::int64_t batch = 1,

@@ -18,19 +18,30 @@ packages=(
   fontconfig fonts-wqy-microhei      # a CJK font for the SVGs' Chinese text (5 MB; fonts-noto-cjk is 91 MB),
                                      # and fc-list / fc-match, with which tests/test_plots.cpp checks it
   clang-14 libclang-rt-14-dev libomp-14-dev   # libFuzzer targets (tests/fuzz, tools/run_fuzzers.sh)
+  libcpp-httplib-dev                 # `scratchformer serve`: the explorer's HTTP server (train/explorer/server.cpp)
+  chromium                           # the explorer's browser tests, headless (tests/browser)
 )
+# node and npm drive chromium in the browser tests (puppeteer-core); a machine that has a node
+# of its own keeps it
+command -v node >/dev/null 2>&1 || packages+=(nodejs npm)
 
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-if [ ${#missing[@]} -eq 0 ]; then
-  exit 0
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}"
+  sudo=""
+  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-echo "install-deps: installing ${missing[*]}"
-sudo=""
-if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
-export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq
-$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# puppeteer-core for the browser tests, at the versions package-lock.json pins (it downloads no
+# browser: the tests use Debian's chromium); once, into tests/browser/node_modules
+browser_tests="$(dirname "$0")/../tests/browser"
+if [ ! -d "$browser_tests/node_modules/puppeteer-core" ]; then
+  echo "install-deps: npm ci in tests/browser (puppeteer-core)"
+  (cd "$browser_tests" && PUPPETEER_SKIP_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error)
+fi

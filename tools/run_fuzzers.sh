@@ -9,7 +9,7 @@
 # Environment (all optional):
 #   SF_FUZZ_CXX        the clang to build with (default clang++-14)
 #   SF_FUZZ_BUILD_DIR  the build tree (default build/fuzz)
-#   SF_FUZZ_TARGETS    which targets to run (default "safetensors config corpus")
+#   SF_FUZZ_TARGETS    which targets to run (default "safetensors config corpus explorer")
 #
 # Everything a run produces is under $SF_FUZZ_BUILD_DIR/out/:
 #   corpus/<target>/   inputs the run found that reach new code (the seeds are never modified)
@@ -28,12 +28,13 @@ if ! [[ "$seconds" =~ ^[0-9]+$ ]] || [ "$seconds" -lt 1 ]; then
 fi
 cxx=${SF_FUZZ_CXX:-clang++-14}
 build=${SF_FUZZ_BUILD_DIR:-build/fuzz}
-targets=${SF_FUZZ_TARGETS:-safetensors config corpus}
+targets=${SF_FUZZ_TARGETS:-safetensors config corpus explorer}
 out="$build/out"
 
 # Longest input per target: room for the seeds (the largest is configs/reverse.toml, 3.9 KB) and
-# for mutations of them, small enough to keep runs fast.
-declare -A max_len=([safetensors]=4096 [config]=6144 [corpus]=4096)
+# for mutations of them, small enough to keep runs fast. explorer: a request line and a body, room
+# for a text over its 1000-byte limit.
+declare -A max_len=([safetensors]=4096 [config]=6144 [corpus]=4096 [explorer]=4096)
 
 echo "== fuzz: building with $cxx in $build"
 cmake -S tests/fuzz -B "$build" -DCMAKE_CXX_COMPILER="$cxx" >/dev/null

@@ -131,6 +131,7 @@ void visit_fields(C& c, V& v) {
   v.integer("threads", c.run.threads);
   v.integer("keep_checkpoints", c.run.keep_checkpoints);
   v.integer("average_last", c.run.average_last);
+  v.boolean("attention_snapshots", c.run.attention_snapshots);
 }
 
 // ---- small helpers ----

@@ -146,6 +146,9 @@ struct RunSection {
                                        // resume point) and the K - 1 before it as
                                        // checkpoint-step-NNNNNN.safetensors; 1 = only checkpoint-last
                                        // (checkpoint-best is always kept besides these), e.g. 3
+  bool attention_snapshots = false;    // at every validation, append the attention of the first valid
+                                       // sentence to snapshots.jsonl (the explorer's "Over training"
+                                       // page, train/explorer/snapshots.h); translation models
   std::int64_t average_last = 0;       // at the end of training, average the weights of the last K kept
                                        // checkpoints (needs keep_checkpoints >= K) into
                                        // checkpoint-average.safetensors and test with it instead of

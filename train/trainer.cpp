@@ -271,6 +271,10 @@ Validation measure_valid(TrainingRun& run) {
   if (cfg.data.task == "translation")
     v.bleu = evaluate_bleu(*run.model, *run.tok, run.valid_split.src, run.valid_split.tgt_text, run.valid_decode,
                            cfg.data.bleu_tokenize).score;
+  if (run.options.hooks && is_main()) {
+    run.model->eval();
+    run.options.hooks->after_validation(*run.model, run.st.step);
+  }
   run.model->train();
   return v;
 }

@@ -16,6 +16,8 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "autograd/tensor.h"
 #include "nn/model.h"
@@ -35,6 +37,33 @@ class StepHooks {
   // The loss exists and its graph is complete; backward has not run (it frees saved tensors).
   virtual void before_backward(const Tensor& loss, nn::Model& model, std::int64_t session_step, std::int64_t step) {}
   virtual void after_backward(std::int64_t session_step, std::int64_t step) {}
+  // After each validation at optimizer step `step`, with the model in eval mode (the explorer's
+  // attention snapshots, train/explorer/snapshots.h).
+  virtual void after_validation(const nn::Model& model, std::int64_t step) {}
+};
+
+// Several hooks as one, called in the order given (e.g. --trace and the attention snapshots).
+class HookList : public StepHooks {
+ public:
+  explicit HookList(std::vector<StepHooks*> hooks) : hooks_(std::move(hooks)) {}
+  void begin() override {
+    for (StepHooks* h : hooks_) h->begin();
+  }
+  void before_forward(nn::Model& model, std::int64_t session_step, std::int64_t step) override {
+    for (StepHooks* h : hooks_) h->before_forward(model, session_step, step);
+  }
+  void before_backward(const Tensor& loss, nn::Model& model, std::int64_t session_step, std::int64_t step) override {
+    for (StepHooks* h : hooks_) h->before_backward(loss, model, session_step, step);
+  }
+  void after_backward(std::int64_t session_step, std::int64_t step) override {
+    for (StepHooks* h : hooks_) h->after_backward(session_step, step);
+  }
+  void after_validation(const nn::Model& model, std::int64_t step) override {
+    for (StepHooks* h : hooks_) h->after_validation(model, step);
+  }
+
+ private:
+  std::vector<StepHooks*> hooks_;
 };
 
 struct TrainOptions {

@@ -1,6 +1,7 @@
 // `scratchformer train --config FILE`: trains a translation model (the loop: train/trainer.h),
 // optionally under a trace (--trace, --trace-steps, --trace-file, --dump-graph:
-// train/classroom/trace.h).
+// train/classroom/trace.h), and with run.attention_snapshots the attention of a fixed sentence
+// at every validation (train/explorer/snapshots.h).
 #include <memory>
 #include <string>
 #include <vector>
@@ -9,6 +10,7 @@
 #include "train/cli/cli_util.h"
 #include "train/cli/commands.h"
 #include "train/config.h"
+#include "train/explorer/snapshots.h"
 #include "train/trainer.h"
 
 namespace sf::cli {
@@ -27,7 +29,9 @@ int run_train(TrainArgs& a) {
   const train::Config cfg = train::load_config(a.config, a.overrides);
   // --trace and --trace-file without --trace-steps trace one step
   if (a.trace_options.trace_steps == 0 && (a.trace || !a.trace_options.trace_file.empty())) a.trace_options.trace_steps = 1;
-  train::TraceHooks hooks(a.trace_options);
+  train::TraceHooks trace(a.trace_options);
+  explorer::AttentionSnapshots snapshots(cfg);
+  train::HookList hooks({&trace, &snapshots});
   return train::train(cfg, {a.resume, &hooks});
 }
 

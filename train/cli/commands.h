@@ -37,5 +37,7 @@ Command add_plot_command(CLI::App& app);           // cmd_plot.cpp
 Command add_explain_batch_command(CLI::App& app);  // cmd_explain_batch.cpp
 Command add_handout_command(CLI::App& app);        // cmd_handout.cpp
 Command add_grade_command(CLI::App& app);          // cmd_grade.cpp
+Command add_serve_command(CLI::App& app);          // cmd_serve.cpp
+Command add_report_command(CLI::App& app);         // cmd_report.cpp
 
 }  // namespace sf::cli

@@ -20,6 +20,8 @@
 //   attention      cmd_attention.cpp      cross- and self-attention heatmaps of one sentence, per layer and head (SVG)
 //   plot           cmd_plot.cpp           training curves of a run, or a config's positional encodings / LR schedule (SVG)
 //   explain-batch  cmd_explain_batch.cpp  one real training batch as text: tokens, teacher forcing, masks, counts
+//   serve          cmd_serve.cpp          the explorer in the browser (train/explorer): runs, translations, attention
+//   report         cmd_report.cpp         the explorer's views that need no live model, as one HTML file
 //
 // Bad input (command line, config, corpus, checkpoint) prints one line to stderr and exits 2.
 #include <CLI/CLI.hpp>
@@ -74,6 +76,7 @@ int main(int argc, char** argv) {
       cli::add_bench_command(app),     cli::add_demo_command(app),      cli::add_gradcheck_command(app),
       cli::add_attention_command(app), cli::add_plot_command(app),      cli::add_explain_batch_command(app),
       cli::add_handout_command(app),   cli::add_grade_command(app),
+      cli::add_serve_command(app),     cli::add_report_command(app),
   };
 
   try {

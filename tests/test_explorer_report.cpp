@@ -17,6 +17,7 @@
 
 using sf::explorer::Json;
 using sf::test::CliResult;
+using sf::test::read_file;
 using sf::test::quoted;
 using sf::test::run_cli;
 using sf::test::TempDir;
@@ -33,13 +34,6 @@ const std::string kLayerNorms =
     "step\tlayer\tweight_norm\tgrad_norm\n"
     "10\tencoder.layers.0\t11.5\t0.75\n"
     "20\tencoder.layers.0\t11.75\t0.5\n";
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // A run directory by hand: the reverse config, metrics.tsv and layer_norms.tsv, no checkpoint.
 void write_hand_run(const TempDir& tmp) {
@@ -73,7 +67,7 @@ void check_self_contained(const std::string& html) {
   CHECK(count(html, "function getData") == 1);  // app.js inlined
   CHECK(count(html, "const SF_STRINGS") == 1);  // i18n.js inlined
   // style.css inlined: its first rule is in the file
-  const std::string css = sf::test::read_file(std::string(SCRATCHFORMER_SOURCE_DIR) + "/train/explorer/web/style.css");
+  const std::string css = read_file(std::string(SCRATCHFORMER_SOURCE_DIR) + "/train/explorer/web/style.css");
   const std::size_t brace = css.find('{');
   REQUIRE(brace != std::string::npos);
   const std::size_t line_start = css.rfind('\n', brace) == std::string::npos ? 0 : css.rfind('\n', brace) + 1;

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "train/checkpoint.h"
 #include "train/eval/chrf.h"
 #include "train/eval/evaluate.h"
 #include "train/safetensors.h"
@@ -74,10 +75,7 @@ BeamTuning tune_length_penalty(InferenceModel& im, std::int64_t beam, const std:
 
 void record_beam_choice(const std::string& checkpoint, const BeamTuning& tuning) {
   SafetensorsFile file = load_safetensors(checkpoint);
-  const auto config_text = file.metadata.find("config");
-  if (config_text == file.metadata.end())
-    throw CheckpointError(checkpoint + ": metadata key 'config' is missing (not a Scratchformer checkpoint?)");
-  Config config = config_from_string(config_text->second, checkpoint);
+  Config config = config_from_string(metadata_value(file.metadata, "config", checkpoint), checkpoint);
   config.train.valid_beam = tuning.beam;
   config.train.valid_length_penalty = tuning.scores.at(tuning.best).alpha;
   file.metadata["config"] = to_toml(config);

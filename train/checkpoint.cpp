@@ -47,14 +47,24 @@ std::string format_double(double v) {
   return os.str();
 }
 
-const std::string& need(const std::map<std::string, std::string>& meta, const std::string& key, const std::string& path) {
+double need_double(const std::map<std::string, std::string>& meta, const std::string& key, const std::string& path) {
+  const std::string& v = metadata_value(meta, key, path);
+  try {
+    return std::stod(v);
+  } catch (const std::exception&) {
+    throw CheckpointError(path + ": metadata '" + key + "' should be a number, got '" + v + "'");
+  }
+}
+}  // namespace
+
+const std::string& metadata_value(const std::map<std::string, std::string>& meta, const std::string& key, const std::string& path) {
   auto it = meta.find(key);
   if (it == meta.end()) throw CheckpointError(path + ": metadata key '" + key + "' is missing (not a Scratchformer checkpoint?)");
   return it->second;
 }
 
-std::int64_t need_int(const std::map<std::string, std::string>& meta, const std::string& key, const std::string& path) {
-  const std::string& v = need(meta, key, path);
+std::int64_t metadata_int(const std::map<std::string, std::string>& meta, const std::string& key, const std::string& path) {
+  const std::string& v = metadata_value(meta, key, path);
   try {
     std::size_t used = 0;
     const long long x = std::stoll(v, &used);
@@ -64,16 +74,6 @@ std::int64_t need_int(const std::map<std::string, std::string>& meta, const std:
     throw CheckpointError(path + ": metadata '" + key + "' should be an integer, got '" + v + "'");
   }
 }
-
-double need_double(const std::map<std::string, std::string>& meta, const std::string& key, const std::string& path) {
-  const std::string& v = need(meta, key, path);
-  try {
-    return std::stod(v);
-  } catch (const std::exception&) {
-    throw CheckpointError(path + ": metadata '" + key + "' should be a number, got '" + v + "'");
-  }
-}
-}  // namespace
 
 void save_checkpoint(const std::string& path, const nn::Module& model, const Optimizer* optimizer,
                      const TrainingState& s, const std::string& config_toml, std::int64_t src_vocab,
@@ -107,7 +107,7 @@ void save_checkpoint(const std::string& path, const nn::Module& model, const Opt
 LoadedCheckpoint load_checkpoint(const std::string& path) {
   SafetensorsFile f = load_safetensors(path);
   const auto& m = f.metadata;
-  if (need(m, "scratchformer.format", path) != kFormat)
+  if (metadata_value(m, "scratchformer.format", path) != kFormat)
     throw CheckpointError(path + ": checkpoint format " + m.at("scratchformer.format") + ", this build reads format " + kFormat);
   LoadedCheckpoint c;
   for (auto& [name, t] : f.tensors) {
@@ -116,20 +116,20 @@ LoadedCheckpoint load_checkpoint(const std::string& path) {
     else
       c.model.emplace(name, t);
   }
-  c.config_toml = need(m, "config", path);
-  c.optimizer_steps = need_int(m, "optimizer_steps", path);
-  c.state.step = need_int(m, "step", path);
-  c.state.epoch = need_int(m, "epoch", path);
-  c.state.batch_in_epoch = need_int(m, "batch_in_epoch", path);
-  c.state.dropout_rng = rng_from_hex(need(m, "dropout_rng", path), path);
+  c.config_toml = metadata_value(m, "config", path);
+  c.optimizer_steps = metadata_int(m, "optimizer_steps", path);
+  c.state.step = metadata_int(m, "step", path);
+  c.state.epoch = metadata_int(m, "epoch", path);
+  c.state.batch_in_epoch = metadata_int(m, "batch_in_epoch", path);
+  c.state.dropout_rng = rng_from_hex(metadata_value(m, "dropout_rng", path), path);
   c.state.best_metric = need_double(m, "best_metric", path);
-  c.state.has_best = need_int(m, "has_best", path) != 0;
-  c.state.bad_validations = need_int(m, "bad_validations", path);
-  c.state.nonfinite_streak = need_int(m, "nonfinite_streak", path);
-  c.state.tokens_seen = need_int(m, "tokens_seen", path);
+  c.state.has_best = metadata_int(m, "has_best", path) != 0;
+  c.state.bad_validations = metadata_int(m, "bad_validations", path);
+  c.state.nonfinite_streak = metadata_int(m, "nonfinite_streak", path);
+  c.state.tokens_seen = metadata_int(m, "tokens_seen", path);
   c.state.elapsed_seconds = need_double(m, "elapsed_seconds", path);
-  c.src_vocab = need_int(m, "src_vocab", path);
-  c.tgt_vocab = need_int(m, "tgt_vocab", path);
+  c.src_vocab = metadata_int(m, "src_vocab", path);
+  c.tgt_vocab = metadata_int(m, "tgt_vocab", path);
   if (c.state.step < 0 || c.src_vocab <= 0 || c.tgt_vocab <= 0)
     throw CheckpointError(path + ": metadata has a negative step or a non-positive vocabulary size");
   return c;

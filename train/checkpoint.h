@@ -53,6 +53,13 @@ struct LoadedCheckpoint {
 // Reads and checks a checkpoint (CheckpointError with the path and what is wrong).
 LoadedCheckpoint load_checkpoint(const std::string& path);
 
+// The metadata value `key` of the checkpoint at `path` (its metadata `meta`); CheckpointError
+// "PATH: metadata key 'KEY' is missing (not a Scratchformer checkpoint?)" when there is none.
+const std::string& metadata_value(const std::map<std::string, std::string>& meta, const std::string& key,
+                                  const std::string& path);
+// The same as an integer; CheckpointError naming the key and the value when it is not one.
+std::int64_t metadata_int(const std::map<std::string, std::string>& meta, const std::string& key, const std::string& path);
+
 // Checks that the checkpoint's weights and optimizer state have the dtype of `model`'s parameters
 // (a float64 or int64 tensor would otherwise be converted silently); names and shapes are checked
 // by Module::load_state_dict. CheckpointError naming `path` and the tensor.

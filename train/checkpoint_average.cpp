@@ -37,28 +37,10 @@ struct Input {
   std::int64_t step = 0;                        // training steps behind the weights
 };
 
-const std::string& need(const Input& in, const std::string& key) {
-  const auto it = in.metadata.find(key);
-  if (it == in.metadata.end())
-    throw CheckpointError(in.path + ": metadata key '" + key + "' is missing (not a Scratchformer checkpoint?)");
-  return it->second;
-}
-
-std::int64_t need_int(const Input& in, const std::string& key) {
-  const std::string& v = need(in, key);
-  try {
-    std::size_t used = 0;
-    const long long x = std::stoll(v, &used);
-    if (used == v.size()) return x;
-  } catch (const std::exception&) {
-  }
-  throw CheckpointError(in.path + ": metadata '" + key + "' should be an integer, got '" + v + "'");
-}
-
 // The settings that must agree for two checkpoints' weights to mean the same: every [model] key and
 // kVocabularyKeys of the stored config, as the effective config writes them, and the vocabulary sizes.
 Settings model_settings(const Input& in) {
-  const Config config = config_from_string(need(in, "config"), in.path);
+  const Config config = config_from_string(metadata_value(in.metadata, "config", in.path), in.path);
   Settings out;
   std::istringstream lines(to_toml(config));
   std::string line, section;
@@ -70,7 +52,7 @@ Settings model_settings(const Input& in) {
     if (section == "model" || std::find(kVocabularyKeys.begin(), kVocabularyKeys.end(), key) != kVocabularyKeys.end())
       out.emplace_back(key, line.substr(eq + 3));
   }
-  for (const char* key : {"src_vocab", "tgt_vocab"}) out.emplace_back(key, std::to_string(need_int(in, key)));
+  for (const char* key : {"src_vocab", "tgt_vocab"}) out.emplace_back(key, std::to_string(metadata_int(in.metadata, key, in.path)));
   return out;
 }
 
@@ -79,8 +61,8 @@ Input read_input(const std::string& path) {
   Input in;
   in.path = path;
   in.metadata = std::move(file.metadata);
-  if (need(in, "scratchformer.format") != "1")
-    throw CheckpointError(path + ": checkpoint format " + need(in, "scratchformer.format") + ", this build reads format 1");
+  const std::string& format = metadata_value(in.metadata, "scratchformer.format", path);
+  if (format != "1") throw CheckpointError(path + ": checkpoint format " + format + ", this build reads format 1");
   for (const std::string& name : file.order) {
     if (name.rfind(kOptimizerPrefix, 0) == 0) continue;
     const Tensor& t = file.tensors.at(name);
@@ -89,7 +71,7 @@ Input read_input(const std::string& path) {
     in.weights.emplace(name, t);
     in.order.push_back(name);
   }
-  in.step = need_int(in, "step");
+  in.step = metadata_int(in.metadata, "step", path);
   in.settings = model_settings(in);
   return in;
 }
@@ -164,7 +146,7 @@ AverageSummary average_checkpoints(const std::vector<std::string>& paths, const 
   metadata["averaged_from"] = averaged_from(paths, summary.steps);
   save_safetensors(out_path, tensors, std::move(metadata));
   summary.tensors = static_cast<std::int64_t>(tensors.size());
-  summary.config_toml = need(first, "config");
+  summary.config_toml = metadata_value(first.metadata, "config", first.path);
   return summary;
 }
 

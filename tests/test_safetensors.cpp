@@ -137,10 +137,12 @@ TEST_CASE("safetensors writes the documented byte layout", "[checkpoint][safeten
 }
 
 TEST_CASE("safetensors reads a file written by another library", "[checkpoint][safetensors]") {
-  // No metadata and so no checksum, keys in another order, "b" stored before "a", trailing spaces.
+  // No checksum but "scratchformer.origin": "external", keys in another order, "b" stored before
+  // "a", trailing spaces.
   TempDir dir;
   const std::string path = dir / "foreign.safetensors";
   const std::string header = R"({"a":{"data_offsets":[4,12],"shape":[1],"dtype":"F64"},)"
+                             R"("__metadata__":{"scratchformer.origin":"external"},)"
                              R"("b":{"dtype":"F32","shape":[1,1],"data_offsets":[0,4]}}   )";
   const std::string data = std::string("\x00\x00\x00\x3F", 4) + std::string("\0\0\0\0\0\0\xF8\x3F", 8);  // 0.5f, 1.5
   write_file(path, raw_file(header, data));
@@ -150,7 +152,15 @@ TEST_CASE("safetensors reads a file written by another library", "[checkpoint][s
   CHECK(file.tensors.at("a").item() == 1.5);
   CHECK(file.tensors.at("b").shape() == sf::Shape{1, 1});
   CHECK(file.tensors.at("b").item() == 0.5);
-  CHECK(file.metadata.empty());
+  CHECK(file.metadata.size() == 1);
+  CHECK_FALSE(file.checksum_verified);  // nothing to verify it with: the caller says so
+
+  // With a checksum the external file is verified like any other.
+  const std::string checked = R"({"__metadata__":{"scratchformer.origin":"external","scratchformer.checksum":")" +
+                              fnv1a64(data) + R"("},"a":{"data_offsets":[4,12],"shape":[1],"dtype":"F64"},)"
+                              R"("b":{"dtype":"F32","shape":[1,1],"data_offsets":[0,4]}})";
+  write_file(path, raw_file(checked, data));
+  CHECK(load_safetensors(path).checksum_verified);
 
   // The same tensors with bytes 4..7 claimed by nobody: the format forbids gaps.
   const std::string gap_header = R"({"a":{"data_offsets":[8,16],"shape":[1],"dtype":"F64"},)"
@@ -187,6 +197,33 @@ TEST_CASE("safetensors rejects truncated files at any length", "[checkpoint][saf
   // Extra bytes after the last tensor are damage too.
   write_file(cut, bytes + "x");
   require_load_error(cut, "the tensors cover");
+}
+
+TEST_CASE("safetensors refuses a file without a checksum unless it declares itself external",
+          "[checkpoint][safetensors][errors]") {
+  TempDir dir;
+  const std::string path = dir / "n.safetensors";
+  const std::string data = std::string("\x00\x00\x80\x3F", 4);  // 1.0f
+  const std::string tensor = R"("a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]})";
+  // No metadata at all, metadata without the key, and an origin other than "external".
+  for (const std::string& metadata : {std::string(), std::string(R"("__metadata__":{"step":"3"},)"),
+                                      std::string(R"("__metadata__":{"scratchformer.origin":"torch"},)")}) {
+    INFO("metadata " << metadata);
+    write_file(path, raw_file("{" + metadata + tensor + "}", data));
+    require_load_error(path, "no checksum: metadata key \"scratchformer.checksum\" is missing");
+  }
+  // A Scratchformer checkpoint whose checksum was deleted: refused, however intact its data.
+  save_safetensors(path, {{"a", sf::arange(0.0, 10.0, 1.0, Dtype::Float32)}}, {{"step", "1"}});
+  std::string bytes = read_file(path);
+  // {"__metadata__":{"scratchformer.checksum":"fnv1a64:<16 hex>","step":"1"},...: the key, its value
+  // and the comma after them become spaces (the header keeps its length, the JSON stays valid)
+  const std::string key = std::string("\"") + sf::train::kChecksumKey + "\":\"fnv1a64:";
+  const auto at = bytes.find(key);
+  REQUIRE(at != std::string::npos);
+  REQUIRE(bytes.substr(at + key.size() + 16, 2) == "\",");
+  bytes.replace(at, key.size() + 16 + 2, std::string(key.size() + 16 + 2, ' '));
+  write_file(path, bytes);
+  require_load_error(path, "no checksum");
 }
 
 TEST_CASE("safetensors detects a corrupted data byte by its checksum", "[checkpoint][safetensors][errors]") {

@@ -20,6 +20,8 @@ packages=(
   clang-14 libclang-rt-14-dev libomp-14-dev   # libFuzzer targets (tests/fuzz, tools/run_fuzzers.sh)
   libcpp-httplib-dev                 # `scratchformer serve`: the explorer's HTTP server (train/explorer/server.cpp)
   chromium                           # the explorer's browser tests, headless (tests/browser)
+  python3-torch python3-sentencepiece  # tools/torch_model.py (the model in plain PyTorch) and its test
+                                     # (tests/torch); make_reference.py and bench_pytorch.py; never the framework
 )
 # node and npm drive chromium in the browser tests (puppeteer-core); a machine that has a node
 # of its own keeps it

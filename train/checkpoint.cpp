@@ -104,11 +104,41 @@ void save_checkpoint(const std::string& path, const nn::Module& model, const Opt
   save_safetensors(path, tensors, std::move(meta));
 }
 
+namespace {
+// Every metadata key --resume needs (save_checkpoint writes them all).
+constexpr const char* kResumeKeys[] = {"scratchformer.format", "config",          "optimizer_steps", "step",
+                                       "epoch",                "batch_in_epoch",  "dropout_rng",     "best_metric",
+                                       "has_best",             "bad_validations", "nonfinite_streak", "tokens_seen",
+                                       "elapsed_seconds",      "src_vocab",       "tgt_vocab"};
+
+void check_format(const std::map<std::string, std::string>& meta, const std::string& path) {
+  const auto it = meta.find("scratchformer.format");
+  if (it != meta.end() && it->second != kFormat)
+    throw CheckpointError(path + ": checkpoint format " + it->second + ", this build reads format " + kFormat);
+}
+
+// An optional integer key: its value, or 0 when the file does not record it.
+std::int64_t optional_int(const std::map<std::string, std::string>& meta, const std::string& key, const std::string& path) {
+  return meta.count(key) != 0 ? metadata_int(meta, key, path) : 0;
+}
+
+// The one line an external file without a checksum gets (safetensors.h kOriginKey).
+void say_if_unverified(const SafetensorsFile& f, const std::string& path) {
+  if (!f.checksum_verified)
+    std::fprintf(stderr, "note: %s has no checksum (%s = \"%s\"): its data is loaded unverified\n", path.c_str(), kOriginKey,
+                 kExternalOrigin);
+}
+}  // namespace
+
 LoadedCheckpoint load_checkpoint(const std::string& path) {
   SafetensorsFile f = load_safetensors(path);
   const auto& m = f.metadata;
-  if (metadata_value(m, "scratchformer.format", path) != kFormat)
-    throw CheckpointError(path + ": checkpoint format " + m.at("scratchformer.format") + ", this build reads format " + kFormat);
+  for (const char* key : kResumeKeys)
+    if (m.count(key) == 0)
+      throw CheckpointError(path + ": metadata key '" + key + "' is missing: --resume needs the whole training state " +
+                            "(a weights-only checkpoint is for translate and eval; docs/checkpoint-format.md)");
+  check_format(m, path);
+  say_if_unverified(f, path);
   LoadedCheckpoint c;
   for (auto& [name, t] : f.tensors) {
     if (name.rfind(kOptimizerPrefix, 0) == 0)
@@ -135,23 +165,58 @@ LoadedCheckpoint load_checkpoint(const std::string& path) {
   return c;
 }
 
+ModelCheckpoint load_model_checkpoint(const std::string& path) {
+  SafetensorsFile f = load_safetensors(path);
+  const auto& m = f.metadata;
+  check_format(m, path);
+  if (m.count("config") == 0)
+    throw CheckpointError(path + ": metadata key 'config' is missing (the model's config as TOML, which inference " +
+                          "needs; docs/checkpoint-format.md)");
+  say_if_unverified(f, path);
+  ModelCheckpoint c;
+  c.config_toml = m.at("config");
+  c.src_vocab = optional_int(m, "src_vocab", path);
+  c.tgt_vocab = optional_int(m, "tgt_vocab", path);
+  c.step = optional_int(m, "step", path);
+  if (c.step < 0 || c.src_vocab < 0 || c.tgt_vocab < 0)
+    throw CheckpointError(path + ": metadata has a negative step or vocabulary size");
+  for (auto& [name, t] : f.tensors)
+    if (name.rfind(kOptimizerPrefix, 0) != 0) c.model.emplace(name, t);
+  c.checksum_verified = f.checksum_verified;
+  return c;
+}
+
+namespace {
+// Tensor `key` of the file at `path` holds values of the parameter `param` (if the model has it):
+// their dtypes must agree.
+void check_dtype(const std::string& key, const Tensor& t, const std::string& param, const std::map<std::string, Tensor>& params,
+                 const std::string& path) {
+  const auto it = params.find(param);
+  if (it != params.end() && t.dtype() != it->second.dtype())
+    throw CheckpointError(path + ": tensor '" + key + "' is " + dtype_name(t.dtype()) + " but the model's parameter is " +
+                          dtype_name(it->second.dtype()) + " (a checkpoint of another model?)");
+}
+
+std::map<std::string, Tensor> params_by_name(const nn::Module& model) {
+  std::map<std::string, Tensor> params;
+  for (const auto& [name, param] : model.named_parameters()) params.emplace(name, param);
+  return params;
+}
+}  // namespace
+
+void check_weight_dtypes(const std::map<std::string, Tensor>& weights, const nn::Module& model, const std::string& path) {
+  const auto params = params_by_name(model);
+  for (const auto& [name, t] : weights) check_dtype(name, t, name, params, path);
+}
+
 void check_checkpoint_dtypes(const LoadedCheckpoint& c, const nn::Module& model, const std::string& path) {
-  const auto params = model.named_parameters();
-  auto check = [&](const std::string& key, const Tensor& t, const Tensor& param) {
-    if (t.dtype() != param.dtype())
-      throw CheckpointError(path + ": tensor '" + key + "' is " + dtype_name(t.dtype()) + " but the model's parameter is " +
-                            dtype_name(param.dtype()) + " (a checkpoint of another model?)");
-  };
-  std::map<std::string, const Tensor*> by_name;
-  for (const auto& [name, param] : params) by_name.emplace(name, &param);
-  for (const auto& [name, t] : c.model)
-    if (auto it = by_name.find(name); it != by_name.end()) check(name, t, *it->second);
+  const auto params = params_by_name(model);
+  for (const auto& [name, t] : c.model) check_dtype(name, t, name, params, path);
   // the optimizer's state is "<optimizer>.<slot>.<parameter>": "adam.m.<name>", "sgd.momentum.<name>"
   for (const auto& [key, t] : c.optimizer) {
     const auto first = key.find('.');
     const auto second = first == std::string::npos ? first : key.find('.', first + 1);
-    if (second == std::string::npos) continue;
-    if (auto it = by_name.find(key.substr(second + 1)); it != by_name.end()) check(kOptimizerPrefix + key, t, *it->second);
+    if (second != std::string::npos) check_dtype(kOptimizerPrefix + key, t, key.substr(second + 1), params, path);
   }
 }
 

@@ -1,13 +1,21 @@
-// Training checkpoints: everything needed to resume a run exactly where it stopped.
+// Training checkpoints: everything needed to resume a run exactly where it stopped, of which
+// inference needs only a part. The whole format is docs/checkpoint-format.md.
 //
 // One safetensors file (see safetensors.h) holding
 //   tensors   every model parameter under its dotted name ("encoder.layers.0.self_attn.q_proj.weight")
 //             and the optimizer's state under "optimizer.<key>" ("optimizer.adam.m.<parameter>")
 //   metadata  "scratchformer.format" = "1", "config" (the effective config as TOML), "step",
 //             "epoch", "batch_in_epoch", "optimizer_steps", "dropout_rng" (the dropout generator's
-//             four state words, hex), "best_metric", "bad_validations", "nonfinite_streak",
-//             "tokens_seen", "elapsed_seconds", "src_vocab", "tgt_vocab"
+//             four state words, hex), "best_metric", "has_best", "bad_validations",
+//             "nonfinite_streak", "tokens_seen", "elapsed_seconds", "src_vocab", "tgt_vocab", and
+//             the data checksum (safetensors.h)
 // so a resumed run continues bit for bit (in one thread) as if it had never stopped.
+//
+// Two readers:
+//   load_model_checkpoint  inference (translate, eval, the test set, the explorer): the weights and
+//                          "config" only; "scratchformer.format", "src_vocab", "tgt_vocab" and "step"
+//                          are checked when present. A file written by another tool loads.
+//   load_checkpoint        --resume: every key above and the optimizer's state.
 #pragma once
 
 #include <cstdint>
@@ -50,8 +58,24 @@ struct LoadedCheckpoint {
   std::int64_t src_vocab = 0, tgt_vocab = 0;
 };
 
-// Reads and checks a checkpoint (CheckpointError with the path and what is wrong).
+// Reads and checks a checkpoint for --resume: every training-state key must be there
+// (CheckpointError with the path and the missing key: a weights-only checkpoint cannot resume).
 LoadedCheckpoint load_checkpoint(const std::string& path);
+
+// What inference needs: the model's weights and its config (and what is known of the rest).
+struct ModelCheckpoint {
+  std::map<std::string, Tensor> model;  // parameter name -> tensor (no "optimizer." tensors)
+  std::string config_toml;              // metadata "config"
+  std::int64_t src_vocab = 0, tgt_vocab = 0;  // 0: not recorded (the tokenizer's sizes are used)
+  std::int64_t step = 0;                // training steps behind the weights; 0: not recorded
+  bool checksum_verified = true;        // false: an external file without a checksum
+};
+
+// Reads a checkpoint for inference: requires "config" (CheckpointError naming the path and the key
+// otherwise); "scratchformer.format" must be "1" and "src_vocab", "tgt_vocab", "step" integers when
+// present. An external file without a checksum loads with one line on stderr saying its data is
+// unverified.
+ModelCheckpoint load_model_checkpoint(const std::string& path);
 
 // The metadata value `key` of the checkpoint at `path` (its metadata `meta`); CheckpointError
 // "PATH: metadata key 'KEY' is missing (not a Scratchformer checkpoint?)" when there is none.
@@ -64,6 +88,8 @@ std::int64_t metadata_int(const std::map<std::string, std::string>& meta, const 
 // (a float64 or int64 tensor would otherwise be converted silently); names and shapes are checked
 // by Module::load_state_dict. CheckpointError naming `path` and the tensor.
 void check_checkpoint_dtypes(const LoadedCheckpoint& checkpoint, const nn::Module& model, const std::string& path);
+// The same for the weights alone (`weights`: parameter name -> tensor).
+void check_weight_dtypes(const std::map<std::string, Tensor>& weights, const nn::Module& model, const std::string& path);
 
 // ---- the run directory's recent checkpoints (run.keep_checkpoints = K) --------------------
 // checkpoint-last.safetensors is always the newest checkpoint and the one --resume starts from.

@@ -66,6 +66,11 @@ struct Fnv1a64 {
   }
 };
 
+bool is_external(const std::map<std::string, std::string>& metadata) {
+  const auto it = metadata.find(kOriginKey);
+  return it != metadata.end() && it->second == kExternalOrigin;
+}
+
 struct FileCloser {
   void operator()(std::FILE* f) const { std::fclose(f); }
 };
@@ -311,6 +316,9 @@ SafetensorsFile load_safetensors(const std::string& path) {
   if (auto it = out.metadata.find(kChecksumKey); it != out.metadata.end()) {
     recorded = it->second;
     if (recorded.rfind("fnv1a64:", 0) != 0) fail(path, "unknown checksum \"" + recorded + "\" (expected fnv1a64:...)");
+  } else if (!is_external(out.metadata)) {
+    fail(path, std::string("no checksum: metadata key \"") + kChecksumKey + "\" is missing (a file written by another tool " +
+                   "loads unverified only if its metadata says \"" + kOriginKey + "\": \"" + kExternalOrigin + "\")");
   }
   Fnv1a64 hash;
   for (const Entry& e : entries) {
@@ -324,6 +332,7 @@ SafetensorsFile load_safetensors(const std::string& path) {
   if (!recorded.empty() && hash.text() != recorded)
     fail(path, "checksum mismatch: the data hashes to " + hash.text() + " but the header records " + recorded +
                    " (the file is corrupted)");
+  out.checksum_verified = !recorded.empty();
   return out;
 }
 

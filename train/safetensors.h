@@ -12,8 +12,11 @@
 // dtypes: "F32" (float32), "F64" (float64), "I64" (int64).
 //
 // Scratchformer adds one metadata key, "scratchformer.checksum" = "fnv1a64:<16 hex digits>", the
-// FNV-1a 64-bit hash of the whole data section, so a corrupted or truncated checkpoint is reported
-// instead of loaded. Other readers ignore it.
+// FNV-1a 64-bit hash of the whole data section (bytes 8+N to the end of the file, exactly), so a
+// corrupted or truncated checkpoint is reported instead of loaded. Other readers ignore it. The
+// checksum is required: a file without one loads only if it declares itself written by another
+// tool, "scratchformer.origin" = "external", and its data is then unverified
+// (docs/checkpoint-format.md).
 //
 // Files are written atomically: to PATH.tmp, flushed and fsync'ed, then renamed over PATH, so a
 // crash or a full disk during a save leaves the previous checkpoint intact.
@@ -36,6 +39,10 @@ struct CheckpointError : std::runtime_error {
 
 // The metadata key holding the data-section checksum ("fnv1a64:0123456789abcdef").
 inline constexpr const char* kChecksumKey = "scratchformer.checksum";
+// The metadata key that says who wrote the file; kExternalOrigin ("external": another tool, such
+// as tools/torch_model.py) is the only value that lets a file without a checksum load.
+inline constexpr const char* kOriginKey = "scratchformer.origin";
+inline constexpr const char* kExternalOrigin = "external";
 
 // Writes `tensors` (in this order; names must be unique and not "__metadata__") and `metadata` to
 // `path`, atomically (see above). Tensors may be views (non-contiguous): their values are written
@@ -49,13 +56,15 @@ struct SafetensorsFile {
   std::map<std::string, Tensor> tensors;        // name -> tensor (contiguous, requires_grad false)
   std::vector<std::string> order;               // names in data-section order (= the save order)
   std::map<std::string, std::string> metadata;  // "__metadata__", including kChecksumKey if present
+  bool checksum_verified = false;               // false only for an external file without a checksum
 };
 
 // Reads a safetensors file. Throws CheckpointError (one line: the path and what is wrong) for a
 // missing or unreadable file, a file shorter than 8 bytes, a header length beyond the end of the
 // file, a header that is not valid JSON or not the expected structure, a missing or unsupported
 // dtype, a shape whose byte count differs from its data_offsets, offsets out of the data section,
-// overlapping or leaving gaps, and a checksum mismatch (checked when kChecksumKey is present).
+// overlapping or leaving gaps, a checksum mismatch, and a missing checksum (unless kOriginKey is
+// kExternalOrigin: then checksum_verified is false and the caller says so).
 SafetensorsFile load_safetensors(const std::string& path);
 
 }  // namespace sf::train

@@ -173,27 +173,33 @@ Config config_from_string(const std::string& toml_text, const std::string& origi
 
 InferenceModel load_inference_model(const std::string& checkpoint_path) {
   if (!fs::exists(checkpoint_path)) throw CheckpointError(checkpoint_path + ": no such checkpoint file");
-  LoadedCheckpoint ck = load_checkpoint(checkpoint_path);
+  ModelCheckpoint ck = load_model_checkpoint(checkpoint_path);
   InferenceModel im;
   im.config = config_from_string(ck.config_toml, checkpoint_path);
-  im.step = ck.state.step;
+  im.step = ck.step;
   const std::string run_dir = fs::absolute(checkpoint_path).parent_path().string();
   im.tokenizers = std::make_unique<Tokenizers>(load_tokenizers(im.config, run_dir));
-  if (im.tokenizers->src.vocab_size() != ck.src_vocab || im.tokenizers->tgt.vocab_size() != ck.tgt_vocab)
-    throw CheckpointError(checkpoint_path + ": the tokenizer beside it has vocabulary " +
-                          std::to_string(im.tokenizers->src.vocab_size()) + "/" + std::to_string(im.tokenizers->tgt.vocab_size()) +
-                          " but the checkpoint was trained with " + std::to_string(ck.src_vocab) + "/" +
-                          std::to_string(ck.tgt_vocab));
+  const std::int64_t src_vocab = im.tokenizers->src.vocab_size(), tgt_vocab = im.tokenizers->tgt.vocab_size();
+  // the vocabulary sizes are checked when the file records them; the weights' shapes are always
+  if ((ck.src_vocab != 0 && ck.src_vocab != src_vocab) || (ck.tgt_vocab != 0 && ck.tgt_vocab != tgt_vocab))
+    throw CheckpointError(checkpoint_path + ": the tokenizer beside it has vocabulary " + std::to_string(src_vocab) + "/" +
+                          std::to_string(tgt_vocab) + " but the checkpoint was trained with " + std::to_string(ck.src_vocab) +
+                          "/" + std::to_string(ck.tgt_vocab));
   im.init_gen = std::make_unique<Generator>(0);
-  im.model = nn::make_model(model_config_from(im.config, ck.src_vocab, ck.tgt_vocab), *im.init_gen);
+  im.model = nn::make_model(model_config_from(im.config, src_vocab, tgt_vocab), *im.init_gen);
   try {
-    check_checkpoint_dtypes(ck, *im.model, checkpoint_path);
+    check_weight_dtypes(ck.model, *im.model, checkpoint_path);
     im.model->load_state_dict(ck.model);
   } catch (const std::invalid_argument& e) {
     throw CheckpointError(checkpoint_path + ": " + e.what());
   }
   im.model->eval();
   return im;
+}
+
+std::int64_t max_source_tokens(const InferenceModel& im) {
+  const std::int64_t max_len = im.config.model.max_len;
+  return im.config.model.arch == "decoder-only" ? max_len / 2 - 1 : max_len;
 }
 
 }  // namespace sf::train

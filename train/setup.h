@@ -51,6 +51,11 @@ struct InferenceModel {
 };
 InferenceModel load_inference_model(const std::string& checkpoint_path);
 
+// The longest source the model translates, in tokens: max_len for the encoder-decoder (the source
+// carries no <s> or </s>: its positions are 0 .. max_len - 1); max_len / 2 - 1 for a decoder-only
+// model, whose prompt <s> source <sep> and translation share the positions.
+std::int64_t max_source_tokens(const InferenceModel& im);
+
 // Parses a config held in a string (a checkpoint's metadata), naming `origin` in errors.
 Config config_from_string(const std::string& toml_text, const std::string& origin);
 

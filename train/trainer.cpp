@@ -497,7 +497,7 @@ std::string load_test_weights(TrainingRun& run) {
   const bool averaged = run.cfg.run.average_last > 0;
   const fs::path path = averaged ? run.dir / kAverageCheckpointName : run.best_path;
   if (!fs::exists(path)) return "last weights";
-  run.model->load_state_dict(load_checkpoint(path.string()).model);
+  run.model->load_state_dict(load_model_checkpoint(path.string()).model);
   return averaged ? "checkpoint-average" : "checkpoint-best";
 }
 

@@ -83,11 +83,6 @@ void require_translation(const train::InferenceModel& im, const std::string& che
                        "an encoder-decoder or decoder-only model trained with data.task = \"translation\"");
 }
 
-std::int64_t max_source_tokens(const train::InferenceModel& im) {
-  const std::int64_t max_len = im.config.model.max_len;
-  return im.config.model.arch == "decoder-only" ? max_len / 2 - 1 : max_len - 2;
-}
-
 train::DecodeOptions decode_options(const train::InferenceModel& im, std::int64_t beam, double length_penalty) {
   train::DecodeOptions opt;
   opt.beam = beam > 0 ? beam : im.config.train.valid_beam;

@@ -32,9 +32,6 @@ std::vector<std::string> translate_lines(const train::InferenceModel& im, const 
 // translate and eval take a model trained for translation (encoder-decoder or decoder-only):
 // otherwise one line naming what the checkpoint holds (train/task.h require_model).
 void require_translation(const train::InferenceModel& im, const std::string& checkpoint, const std::string& command);
-// The longest source the model can translate: max_len - 2 for the encoder-decoder; half the
-// positions for a decoder-only model, whose prompt <s> source <sep> and translation share them.
-std::int64_t max_source_tokens(const train::InferenceModel& im);
 
 // --beam (0 = the config's train.valid_beam) and --length-penalty (< 0 = the config's
 // train.valid_length_penalty, which `tune-beam` sets) as decoding options.

@@ -60,7 +60,7 @@ int eval_translation(const EvalArgs& a, const train::InferenceModel& im) {
   if (a.src.empty() || a.ref.empty() || !a.input.empty())
     throw std::invalid_argument("eval: a translation model takes --src FILE and --ref FILE (not --input)");
   data::ParallelCorpus corpus = data::read_parallel(a.src, a.ref);
-  const auto ids = encode_inputs(corpus.src, *im.tokenizers, max_source_tokens(im), a.src);
+  const auto ids = encode_inputs(corpus.src, *im.tokenizers, train::max_source_tokens(im), a.src);
   const auto hyps = translate_lines(im, ids, decode_options(im, a.beam, a.length_penalty));
   const train::BleuResult bleu = train::corpus_bleu(hyps, corpus.tgt, im.config.data.bleu_tokenize);
   std::cout << train::format_bleu(bleu) << "\n";

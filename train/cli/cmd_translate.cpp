@@ -51,7 +51,7 @@ int run_translate(TranslateArgs& a, const CLI::App& cmd) {
   const train::InferenceModel im = train::load_inference_model(a.checkpoint);
   require_translation(im, a.checkpoint, "translate");
   const auto lines = read_input_lines(a.input);
-  const auto ids = encode_inputs(lines, *im.tokenizers, max_source_tokens(im), a.input.empty() ? "stdin" : a.input);
+  const auto ids = encode_inputs(lines, *im.tokenizers, train::max_source_tokens(im), a.input.empty() ? "stdin" : a.input);
   if (a.trace) trace_first_sentence(im, ids, a);
   for (const auto& hyp : translate_lines(im, ids, decode_options(im, a.beam, a.length_penalty))) std::cout << hyp << "\n";
   return 0;

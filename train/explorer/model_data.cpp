@@ -136,13 +136,12 @@ Json translate_sentence(const train::InferenceModel& im, const TranslateRequest&
     throw std::invalid_argument("mode \"sample\" is for a decoder-only language model (data.task lm); this " +
                                 im.config.model.arch + " model translates: use \"greedy\" or \"beam\"");
   const train::Tokenizers& tok = *im.tokenizers;
-  const bool decoder_only = im.config.model.arch == "decoder-only";
-  const std::int64_t max_src = decoder_only ? im.config.model.max_len / 2 - 1 : im.config.model.max_len - 2;
-  const std::vector<std::int64_t> src_ids = encode_checked(tok.src, req.text, "text", max_src);
+  const std::vector<std::int64_t> src_ids = encode_checked(tok.src, req.text, "text", train::max_source_tokens(im));
   train::DecodeOptions opt;  // as translate's decode_options: beam 0 and length_penalty < 0 are the config's
   opt.beam = req.mode != "beam" ? 1 : req.beam > 0 ? req.beam : im.config.train.valid_beam;
   if (opt.beam > 16) throw std::invalid_argument("beam must be in 1..16, got " + std::to_string(opt.beam));
   opt.length_penalty = req.length_penalty >= 0 ? req.length_penalty : im.config.train.valid_length_penalty;
+  const bool decoder_only = im.config.model.arch == "decoder-only";
   const std::vector<std::int64_t> src = decoder_only ? train::translation_prompt(tok, src_ids) : src_ids;
   const Tensor batch = train::pad_batch({src}, data::kPadId);  // (1,S)
   // beam: every finished hypothesis, best first (beam_search returns the first); greedy: one
@@ -340,8 +339,8 @@ std::unique_ptr<nn::Model> step_model(const train::Config& cfg, const train::Tok
                                       Generator& init_gen) {
   auto model = nn::make_model(train::model_config_from(cfg, tok.src.vocab_size(), tok.tgt.vocab_size()), init_gen);
   if (!checkpoint.empty()) {
-    const train::LoadedCheckpoint ck = train::load_checkpoint(checkpoint);
-    train::check_checkpoint_dtypes(ck, *model, checkpoint);
+    const train::ModelCheckpoint ck = train::load_model_checkpoint(checkpoint);
+    train::check_weight_dtypes(ck.model, *model, checkpoint);
     model->load_state_dict(ck.model);
   }
   model->train();

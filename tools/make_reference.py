@@ -26,76 +26,47 @@ Cases (one file each):
     attention_cross    the same module, queries and keys/values of different lengths
     attention_causal   self-attention with a causal mask and a key padding mask
     layer_norm         torch.nn.LayerNorm
-    seq2seq_pre_ln     a full encoder-decoder built from torch.nn.TransformerEncoderLayer /
-                       TransformerDecoderLayer (norm_first=True), shared and tied embeddings, ReLU;
-                       logits, label-smoothed cross-entropy and every parameter gradient
+    seq2seq_pre_ln     the encoder-decoder of tools/torch_model.py (Seq2SeqTransformer, the one PyTorch
+                       model definition of the project), pre-LN, shared and tied embeddings, ReLU;
+                       logits, label-smoothed cross-entropy and every parameter gradient. Its weights
+                       are drawn on a model built from torch.nn.TransformerEncoderLayer /
+                       TransformerDecoderLayer (norm_first=True), which must give the same logits and
+                       gradients (asserted to float64 rounding)
     seq2seq_post_ln    the same with norm_first=False (the paper's post-LN), separate source and
                        target embeddings, an output projection, and GELU
-    decoder_only_lm    the decoder-only language model (GPT's shape): pre-LN causal blocks with
-                       grouped-query attention (torch's functional multi-head attention, each
-                       k/v head's projection repeated for its query heads; checked against
-                       torch.nn.TransformerEncoderLayer), GELU, a final LayerNorm and the LM head
-                       tied to the embedding; make_lm_batch's rows, two padded; logits,
-                       label-smoothed cross-entropy and every parameter gradient
+    decoder_only_lm    the decoder-only language model of tools/torch_model.py (DecoderOnlyTransformer,
+                       GPT's shape): pre-LN causal blocks with grouped-query attention, GELU, a final
+                       LayerNorm and the LM head tied to the embedding; make_lm_batch's rows, two
+                       padded; logits, label-smoothed cross-entropy and every parameter gradient. The
+                       same weights run through torch.nn.TransformerEncoderLayer (each k/v head's
+                       projection repeated for its query heads) must give the same logits and gradients
 
-The safetensors files are written by hand (8-byte little-endian header length, JSON header, raw
-little-endian data), in the form train/safetensors.h reads, including its FNV-1a checksum, so no
-extra Python package is needed. Re-running gives byte-identical files with the same torch version.
+The safetensors files are written by tools/torch_model.py's write_safetensors (8-byte little-endian
+header length, JSON header, raw little-endian data, the FNV-1a checksum train/safetensors.h checks),
+so no extra Python package is needed. Re-running gives byte-identical files with the same torch version.
 """
 
 import copy
-import json
+import dataclasses
 import math
 import os
-import struct
 import sys
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from torch.nn.utils.stateless import functional_call
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch_model as tm  # noqa: E402  (the model, the layers and the safetensors writer)
 
 OUT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "data", "reference")
 
-# ---------------------------------------------------------------------------------------------
-# safetensors writing (the format of train/safetensors.h)
-# ---------------------------------------------------------------------------------------------
-
-DTYPE_CODES = {torch.float32: "F32", torch.float64: "F64", torch.int64: "I64"}
-CHECKSUM_KEY = "scratchformer.checksum"
-
-
-def fnv1a64(data):
-    """FNV-1a 64-bit hash of bytes, as Fnv1a64 in train/safetensors.cpp."""
-    h = 0xCBF29CE484222325
-    for byte in data:
-        h = ((h ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
-    return h
-
 
 def save_safetensors(path, tensors, metadata):
-    """tensors: list of (name, tensor) in file order; metadata: dict of str -> str."""
-    entries, blobs, offset = {}, [], 0
-    for name, t in tensors:
-        t = t.detach().contiguous().cpu()
-        if t.dtype not in DTYPE_CODES:
-            raise ValueError(f"{name}: dtype {t.dtype} cannot be saved (F32, F64 or I64 only)")
-        if name in entries or name == "__metadata__":
-            raise ValueError(f"duplicate or reserved tensor name {name!r}")
-        data = t.numpy().tobytes()  # row-major; x86 and ARM are little-endian
-        entries[name] = {"dtype": DTYPE_CODES[t.dtype], "shape": list(t.shape),
-                         "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-    data = b"".join(blobs)
-    meta = {k: str(v) for k, v in metadata.items()}
-    meta[CHECKSUM_KEY] = "fnv1a64:%016x" % fnv1a64(data)
-    header = json.dumps({"__metadata__": meta, **entries}, separators=(",", ":")).encode("utf-8")
-    header += b" " * (-(8 + len(header)) % 8)  # the data section starts 8-byte aligned
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(header)))
-        f.write(header)
-        f.write(data)
-    print(f"wrote {os.path.relpath(path)}: {len(tensors)} tensors, {8 + len(header) + len(data)} bytes")
+    """tensors: list of (name, tensor) in file order; metadata: dict of str -> str (the checksum added)."""
+    size = tm.write_safetensors(path, tensors, metadata)
+    print(f"wrote {os.path.relpath(path)}: {len(tensors)} tensors, {size} bytes")
 
 
 def common_metadata(case):
@@ -252,115 +223,16 @@ def layer_norm_case():
 
 
 # ---------------------------------------------------------------------------------------------
-# Case 3: the full Seq2SeqTransformer against a model built from torch.nn's Transformer layers
+# Cases 3 and 4: the models of tools/torch_model.py, checked against torch.nn's Transformer layers
 # ---------------------------------------------------------------------------------------------
 
-def sinusoidal_table(max_len, d):
-    """PE[p, 2i] = sin(p / 10000^(2i/D)), PE[p, 2i+1] = cos(p / 10000^(2i/D)) (the paper, 3.5)."""
-    pos = torch.arange(max_len, dtype=torch.float64)[:, None]
-    two_i = torch.arange(0, d, 2, dtype=torch.float64)
-    angle = pos / torch.pow(10000.0, two_i / d)
-    pe = torch.zeros(max_len, d, dtype=torch.float64)
-    pe[:, 0::2] = torch.sin(angle)
-    pe[:, 1::2] = torch.cos(angle)
-    return pe
-
-
-class TorchSeq2Seq(nn.Module):
-    """The encoder-decoder Transformer as Scratchformer's Seq2SeqTransformer computes it, from
-    PyTorch's own layers:
-        embed(ids) = E[ids] * sqrt(D) + PE[0:len]                (dropout 0)
-        encoder    = TransformerEncoder(pre- or post-LN layers) + final LayerNorm (pre-LN only)
-        decoder    = TransformerDecoder(causal self-attention, cross-attention over the encoder
-                     output with the source padding mask, FFN) + final LayerNorm (pre-LN only)
-        logits     = out @ tgt_embed.weight^T (tie_output) or output_proj(out) (Linear, no bias)
-    Source padding keys are blocked in encoder self-attention and in cross-attention; the decoder
-    self-attention is causal."""
-
-    def __init__(self, cfg):
-        super().__init__()
-        self.cfg = cfg
-        D, pre = cfg["d_model"], cfg["norm_position"] == "pre"
-        pad = cfg["pad_id"]
-        self.src_embed = nn.Embedding(cfg["src_vocab"], D, padding_idx=pad)
-        self.tgt_embed = self.src_embed if cfg["share_embeddings"] else nn.Embedding(cfg["tgt_vocab"], D,
-                                                                                      padding_idx=pad)
-        enc_layer = nn.TransformerEncoderLayer(D, cfg["n_heads"], cfg["d_ff"], dropout=0.0,
-                                               activation=cfg["activation"], batch_first=True, norm_first=pre)
-        dec_layer = nn.TransformerDecoderLayer(D, cfg["n_heads"], cfg["d_ff"], dropout=0.0,
-                                               activation=cfg["activation"], batch_first=True, norm_first=pre)
-        self.encoder = nn.TransformerEncoder(enc_layer, cfg["encoder_layers"], norm=nn.LayerNorm(D) if pre else None,
-                                             enable_nested_tensor=False)
-        self.decoder = nn.TransformerDecoder(dec_layer, cfg["decoder_layers"], norm=nn.LayerNorm(D) if pre else None)
-        if not cfg["tie_output"]:
-            self.output_proj = nn.Linear(D, cfg["tgt_vocab"], bias=False)
-        self.register_buffer("pe", sinusoidal_table(cfg["max_len"], D))
-
-    def embed(self, table, ids):
-        D = self.cfg["d_model"]
-        return table(ids) * math.sqrt(D) + self.pe[: ids.shape[1]].to(table.weight.dtype)
-
-    def forward(self, src, tgt_in):
-        pad = self.cfg["pad_id"]
-        src_padding = src == pad  # (B,S), True = ignore
-        T = tgt_in.shape[1]
-        causal = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)  # True = not allowed
-        memory = self.encoder(self.embed(self.src_embed, src), src_key_padding_mask=src_padding)
-        out = self.decoder(self.embed(self.tgt_embed, tgt_in), memory, tgt_mask=causal,
-                           memory_key_padding_mask=src_padding)
-        if self.cfg["tie_output"]:
-            return out @ self.tgt_embed.weight.t()
-        return self.output_proj(out)
-
-
-def seq2seq_case(case, seed, overrides):
-    cfg = {"src_vocab": 11, "tgt_vocab": 11, "d_model": 16, "n_heads": 4, "n_kv_heads": 4, "d_ff": 32,
-           "encoder_layers": 2, "decoder_layers": 2, "dropout": 0.0, "attention_dropout": 0.0,
-           "activation": "relu", "norm": "layernorm", "norm_position": "pre", "positional": "sinusoidal",
-           "share_embeddings": True, "tie_output": True, "max_len": 16, "pad_id": 0, "label_smoothing": 0.1}
-    cfg.update(overrides)
-    torch.manual_seed(seed)
-    model = TorchSeq2Seq(cfg)
-    model.train()  # dropout is 0; training mode keeps PyTorch off its fused inference path
-    randomise_(model)
-    D, pad = cfg["d_model"], cfg["pad_id"]
-    with torch.no_grad():
-        for emb in {id(model.src_embed): model.src_embed, id(model.tgt_embed): model.tgt_embed}.values():
-            emb.weight.copy_(f32_randn(*emb.weight.shape) / math.sqrt(D))  # N(0, 1/D), as nn/init.h
-            emb.weight[pad].zero_()
-    model32 = copy.deepcopy(model)  # float32, for the tolerance measurement below
-    model.double()
-    assert (model.src_embed.weight is model.tgt_embed.weight) == cfg["share_embeddings"]
-
-    # Tokens: 0 pad, 1 BOS, 2 EOS, 3.. words. Row 1 of the source is padded; row 1 of the target
-    # too (its last position predicts pad: ignored by the loss).
-    src = torch.tensor([[5, 3, 8, 6, 2], [7, 4, 2, 0, 0]], dtype=torch.int64)                # (B,S)
-    tgt_in = torch.tensor([[1, 9, 4, 10], [1, 6, 3, 2]], dtype=torch.int64)                  # (B,T)
-    tgt_out = torch.tensor([[9, 4, 10, 2], [6, 3, 2, 0]], dtype=torch.int64)                 # (B,T)
-    assert src.max() < cfg["src_vocab"] and tgt_out.max() < cfg["tgt_vocab"]
-
-    logits, loss = seq2seq_loss(model, cfg, src, tgt_in, tgt_out)
-    w, g = weights_and_grads(model)
-    tensors = [("src", src), ("tgt_in", tgt_in), ("tgt_out", tgt_out)] + w
-    tensors += [("logits", logits.detach()), ("loss", loss.detach())] + g
-    meta = common_metadata(case)
-    meta.update({k: (str(v).lower() if isinstance(v, bool) else v) for k, v in cfg.items()})
-    meta["loss"] = "cross_entropy(logits, tgt_out, ignore_index=pad_id, label_smoothing)"
-    save_safetensors(os.path.join(OUT_DIR, case + ".safetensors"), tensors, meta)
-
-    # How close PyTorch's own float32 gets to these float64 references, measured as the C++ test
-    # measures Scratchformer's float32 (for the lead to compare; nothing is saved).
-    logits32, loss32 = seq2seq_loss(model32, cfg, src, tgt_in, tgt_out)
-    _, g32 = weights_and_grads(model32)
-    got = dict([("logits", logits32.detach()), ("loss", loss32.detach())] + g32)
-    err, key = worst_relative_error(got, dict(tensors))
-    print(f"  PyTorch float32 vs these references: largest relative error {err:.3g} ({key})")
-
-
-def seq2seq_loss(model, cfg, src, tgt_in, tgt_out):
-    """-> logits (B,T,V) and the label-smoothed cross-entropy (0-d), after backward()."""
-    logits = model(src, tgt_in)  # (B,T,V)
-    return logits, smoothed_cross_entropy_backward(logits, tgt_out, cfg)
+def model_config(cfg):
+    """A case's cfg dict -> tm.ModelConfig (the hyper-parameters; dropout, label smoothing and the
+    like stay in the dict)."""
+    fields = {f.name for f in dataclasses.fields(tm.ModelConfig)}
+    config = tm.ModelConfig(**{k: v for k, v in cfg.items() if k in fields})
+    config.validate()
+    return config
 
 
 def smoothed_cross_entropy_backward(logits, tgt_out, cfg):
@@ -371,6 +243,43 @@ def smoothed_cross_entropy_backward(logits, tgt_out, cfg):
                            label_smoothing=cfg["label_smoothing"])
     loss.backward()
     return loss
+
+
+def their_grads(layers):
+    """{Scratchformer name: gradient} of a model of torch.nn layers (in_proj gradients split)."""
+    named = list(layers.named_parameters())
+    for n, p in named:
+        assert p.grad is not None, f"{n} got no gradient"
+    return dict(scratchformer_named([(n, p.grad.detach()) for n, p in named]))
+
+
+def named_grads(named):
+    """[(name, parameter)] -> {name: its gradient}, every parameter having one."""
+    named = list(named)
+    for n, p in named:
+        assert p.grad is not None, f"{n} got no gradient"
+    return {n: p.grad.detach().clone() for n, p in named}
+
+
+# How far the torch.nn layers may be from the plain model in float64: the same sums in another
+# order (packed in_proj, q scaled before q k^T), so a few ulps of the largest value.
+TORCH_LAYERS_FRACTION = 1e-12
+
+
+def assert_same_as_torch_layers(what, logits, grads, their_logits, their_grads):
+    """The plain model's logits and {name: gradient} against those of torch.nn's layers with the same
+    weights: every entry within TORCH_LAYERS_FRACTION of the tensor's largest value (for a gradient
+    that is zero but for rounding, such as a k_proj bias's, FLOOR_FRACTION of the case's largest
+    gradient). -> the largest gap found."""
+    assert grads.keys() == their_grads.keys(), f"{what}: parameters differ: {sorted(grads.keys() ^ their_grads.keys())}"
+    grad_scale = max(g.abs().max().item() for g in their_grads.values())
+    worst = 0.0
+    for key, ours, theirs in [("logits", logits, their_logits)] + [(k, grads[k], their_grads[k]) for k in grads]:
+        floor = FLOOR_FRACTION * grad_scale if key != "logits" else 0.0
+        gap = (ours - theirs).abs().max().item() / max(theirs.abs().max().item(), floor)
+        assert gap < TORCH_LAYERS_FRACTION, f"{what}: {key} differs from torch.nn's layers by {gap:.3g} (relative)"
+        worst = max(worst, gap)
+    return worst
 
 
 # The test's error measure (tests/test_reference.cpp: kFloorFraction, kExactZeroFraction).
@@ -393,9 +302,111 @@ def worst_relative_error(got, ref):
     return worst
 
 
-# ---------------------------------------------------------------------------------------------
-# Case 4: the DecoderOnlyTransformer (a causal language model) with grouped-query attention
-# ---------------------------------------------------------------------------------------------
+def save_model_case(case, cfg, inputs, model, logits, loss, model32, loss_of):
+    """Writes inputs, the weights, logits, loss and every gradient of `model` (float64, backward done),
+    and prints how close PyTorch's own float32 (model32 through loss_of) gets to them."""
+    w, g = weights_and_grads(model)
+    tensors = inputs + w + [("logits", logits.detach()), ("loss", loss.detach())] + g
+    meta = common_metadata(case)
+    meta.update({k: (str(v).lower() if isinstance(v, bool) else v) for k, v in cfg.items()})
+    meta["loss"] = "cross_entropy(logits, tgt_out, ignore_index=pad_id, label_smoothing)"
+    save_safetensors(os.path.join(OUT_DIR, case + ".safetensors"), tensors, meta)
+
+    # How close PyTorch's own float32 gets to these float64 references, measured as the C++ test
+    # measures Scratchformer's float32 (for the lead to compare; nothing is saved).
+    logits32, loss32 = loss_of(model32)
+    _, g32 = weights_and_grads(model32)
+    got = dict([("logits", logits32.detach()), ("loss", loss32.detach())] + g32)
+    err, key = worst_relative_error(got, dict(tensors))
+    print(f"  PyTorch float32 vs these references: largest relative error {err:.3g} ({key})")
+
+
+class TorchLayersSeq2Seq(nn.Module):
+    """The check of tm.Seq2SeqTransformer: the same encoder-decoder built from PyTorch's own
+    torch.nn.TransformerEncoder / TransformerDecoder (pre- or post-LN layers, final LayerNorm under
+    pre-LN), source padding keys blocked in encoder self-attention and in cross-attention, a causal
+    decoder self-attention; embed(ids) = E[ids] * sqrt(D) + PE[0:len]; logits = out E_tgt^T
+    (tie_output) or output_proj(out). seq2seq_case draws the weights here (as the files have always
+    been drawn) and copies them into the plain model by name (scratchformer_named)."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        self.cfg = cfg
+        D, pre = cfg["d_model"], cfg["norm_position"] == "pre"
+        pad = cfg["pad_id"]
+        self.src_embed = nn.Embedding(cfg["src_vocab"], D, padding_idx=pad)
+        self.tgt_embed = self.src_embed if cfg["share_embeddings"] else nn.Embedding(cfg["tgt_vocab"], D,
+                                                                                      padding_idx=pad)
+        enc_layer = nn.TransformerEncoderLayer(D, cfg["n_heads"], cfg["d_ff"], dropout=0.0,
+                                               activation=cfg["activation"], batch_first=True, norm_first=pre)
+        dec_layer = nn.TransformerDecoderLayer(D, cfg["n_heads"], cfg["d_ff"], dropout=0.0,
+                                               activation=cfg["activation"], batch_first=True, norm_first=pre)
+        self.encoder = nn.TransformerEncoder(enc_layer, cfg["encoder_layers"], norm=nn.LayerNorm(D) if pre else None,
+                                             enable_nested_tensor=False)
+        self.decoder = nn.TransformerDecoder(dec_layer, cfg["decoder_layers"], norm=nn.LayerNorm(D) if pre else None)
+        if not cfg["tie_output"]:
+            self.output_proj = nn.Linear(D, cfg["tgt_vocab"], bias=False)
+        self.register_buffer("pe", tm.sinusoidal_table(cfg["max_len"], D))
+
+    def embed(self, table, ids):
+        D = self.cfg["d_model"]
+        return table(ids) * math.sqrt(D) + self.pe[: ids.shape[1]].to(table.weight.dtype)
+
+    def forward(self, src, tgt_in):
+        """src (B,S), tgt_in (B,T) -> logits (B,T,V)"""
+        pad = self.cfg["pad_id"]
+        src_padding = src == pad  # (B,S), True = ignore
+        T = tgt_in.shape[1]
+        causal = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)  # True = not allowed
+        memory = self.encoder(self.embed(self.src_embed, src), src_key_padding_mask=src_padding)
+        out = self.decoder(self.embed(self.tgt_embed, tgt_in), memory, tgt_mask=causal,
+                           memory_key_padding_mask=src_padding)
+        if self.cfg["tie_output"]:
+            return out @ self.tgt_embed.weight.t()
+        return self.output_proj(out)
+
+
+def seq2seq_case(case, seed, overrides):
+    cfg = {"src_vocab": 11, "tgt_vocab": 11, "d_model": 16, "n_heads": 4, "n_kv_heads": 4, "d_ff": 32,
+           "encoder_layers": 2, "decoder_layers": 2, "dropout": 0.0, "attention_dropout": 0.0,
+           "activation": "relu", "norm": "layernorm", "norm_position": "pre", "positional": "sinusoidal",
+           "share_embeddings": True, "tie_output": True, "max_len": 16, "pad_id": 0, "label_smoothing": 0.1}
+    cfg.update(overrides)
+    torch.manual_seed(seed)
+    layers = TorchLayersSeq2Seq(cfg)
+    layers.train()  # dropout is 0; training mode keeps PyTorch off its fused inference path
+    randomise_(layers)
+    D, pad = cfg["d_model"], cfg["pad_id"]
+    with torch.no_grad():
+        for emb in {id(layers.src_embed): layers.src_embed, id(layers.tgt_embed): layers.tgt_embed}.values():
+            emb.weight.copy_(f32_randn(*emb.weight.shape) / math.sqrt(D))  # N(0, 1/D), as nn/init.h
+            emb.weight[pad].zero_()
+    assert (layers.src_embed.weight is layers.tgt_embed.weight) == cfg["share_embeddings"]
+    model = tm.Seq2SeqTransformer(model_config(cfg))  # the plain model, with the same weights
+    model.load_state_dict(dict(scratchformer_named(layers.named_parameters())), strict=True)
+    model32 = copy.deepcopy(model)  # float32, for the tolerance measurement
+    model.double()
+    layers.double()
+
+    # Tokens: 0 pad, 1 BOS, 2 EOS, 3.. words. Row 1 of the source is padded; row 1 of the target
+    # too (its last position predicts pad: ignored by the loss).
+    src = torch.tensor([[5, 3, 8, 6, 2], [7, 4, 2, 0, 0]], dtype=torch.int64)                # (B,S)
+    tgt_in = torch.tensor([[1, 9, 4, 10], [1, 6, 3, 2]], dtype=torch.int64)                  # (B,T)
+    tgt_out = torch.tensor([[9, 4, 10, 2], [6, 3, 2, 0]], dtype=torch.int64)                 # (B,T)
+    assert src.max() < cfg["src_vocab"] and tgt_out.max() < cfg["tgt_vocab"]
+
+    def loss_of(m):
+        logits = m(src, tgt_in)  # (B,T,V)
+        return logits, smoothed_cross_entropy_backward(logits, tgt_out, cfg)
+
+    logits, loss = loss_of(model)
+    their_logits, _ = loss_of(layers)
+    gap = assert_same_as_torch_layers(case, logits.detach(), named_grads(model.named_parameters()),
+                                      their_logits.detach(), their_grads(layers))
+    inputs = [("src", src), ("tgt_in", tgt_in), ("tgt_out", tgt_out)]
+    save_model_case(case, cfg, inputs, model, logits, loss, model32, loss_of)
+    print(f"  torch.nn.TransformerEncoder/Decoder layers give the same logits and gradients to {gap:.3g}")
+
 
 def repeat_kv_heads(t, n_kv_heads, groups):
     """A k_proj / v_proj weight (Hkv*Dh, D) or bias (Hkv*Dh) -> (Hkv*G*Dh, ...) = (D, ...): the rows
@@ -407,130 +418,32 @@ def repeat_kv_heads(t, n_kv_heads, groups):
     return heads.repeat_interleave(groups, dim=0).reshape(-1, *t.shape[1:])
 
 
-class GroupedQueryAttention(nn.Module):
-    """Scratchformer's MultiHeadAttention with Hkv k/v heads, computed by torch's own multi-head
-    attention (F.multi_head_attention_forward, what torch.nn.MultiheadAttention runs) on the
-    repeated k/v projections. Parameters q_proj (D -> D), k_proj, v_proj (D -> Hkv*Dh), out_proj."""
-
-    def __init__(self, d_model, n_heads, n_kv_heads):
-        super().__init__()
-        self.d_model, self.n_heads, self.n_kv_heads = d_model, n_heads, n_kv_heads
-        head_dim = d_model // n_heads
-        self.q_proj = nn.Linear(d_model, d_model)
-        self.k_proj = nn.Linear(d_model, n_kv_heads * head_dim)
-        self.v_proj = nn.Linear(d_model, n_kv_heads * head_dim)
-        self.out_proj = nn.Linear(d_model, d_model)
-
-    def in_proj(self):
-        """-> the (3D, D) weight and (3D) bias of the equivalent multi-head attention: q, k, v rows."""
-        G = self.n_heads // self.n_kv_heads
-        weight = torch.cat([self.q_proj.weight, repeat_kv_heads(self.k_proj.weight, self.n_kv_heads, G),
-                            repeat_kv_heads(self.v_proj.weight, self.n_kv_heads, G)])
-        bias = torch.cat([self.q_proj.bias, repeat_kv_heads(self.k_proj.bias, self.n_kv_heads, G),
-                          repeat_kv_heads(self.v_proj.bias, self.n_kv_heads, G)])
-        return weight, bias
-
-    def forward(self, x, causal):
-        """x (B,T,D), causal bool (T,T) True = blocked -> (B,T,D)"""
-        weight, bias = self.in_proj()
-        x_t = x.transpose(0, 1)  # (T,B,D): the functional form is sequence-first
-        out, _ = F.multi_head_attention_forward(
-            x_t, x_t, x_t, self.d_model, self.n_heads, weight, bias, None, None, False, 0.0,
-            self.out_proj.weight, self.out_proj.bias, training=True, need_weights=False, attn_mask=causal)
-        return out.transpose(0, 1)
-
-
-class FeedForward(nn.Module):
-    """fc2(gelu(fc1(x))), GELU the exact (erf) form as torch.nn.TransformerEncoderLayer's "gelu"."""
-
-    def __init__(self, d_model, d_ff):
-        super().__init__()
-        self.fc1 = nn.Linear(d_model, d_ff)
-        self.fc2 = nn.Linear(d_ff, d_model)
-
-    def forward(self, x):
-        return self.fc2(F.gelu(self.fc1(x)))
-
-
-class PreLNCausalBlock(nn.Module):
-    """One decoder-only block, the pre-LN encoder layer given a causal mask:
-        x = x + self_attn(norm1(x));  x = x + ffn(norm2(x))
-    as torch.nn.TransformerEncoderLayer(norm_first=True) computes it (decoder_only_case checks)."""
-
-    def __init__(self, cfg):
-        super().__init__()
-        D = cfg["d_model"]
-        self.self_attn = GroupedQueryAttention(D, cfg["n_heads"], cfg["n_kv_heads"])
-        self.ffn = FeedForward(D, cfg["d_ff"])
-        self.norm1 = nn.LayerNorm(D)
-        self.norm2 = nn.LayerNorm(D)
-
-    def forward(self, x, causal):
-        x = x + self.self_attn(self.norm1(x), causal)
-        return x + self.ffn(self.norm2(x))
-
-
-class TorchDecoderOnly(nn.Module):
-    """The decoder-only LM as Scratchformer's DecoderOnlyTransformer computes it:
-        x      = E[ids] * sqrt(D) + PE[0:T]                     (dropout 0)
-        h      = final LayerNorm(N pre-LN causal blocks(x))     (position t sees 0..t; no padding
-                 mask: padding sits at the end of a row, after every token that counts)
-        logits = h @ E^T                                        (the LM head tied to the embedding)
-    Its module names are Scratchformer's parameter names (embed.weight, layers.0.self_attn.q_proj.
-    weight, layers.0.ffn.fc1.bias, layers.0.norm1.weight, norm.bias, ...)."""
-
-    def __init__(self, cfg):
-        super().__init__()
-        self.cfg = cfg
-        self.embed = nn.Embedding(cfg["tgt_vocab"], cfg["d_model"], padding_idx=cfg["pad_id"])
-        self.layers = nn.ModuleList([PreLNCausalBlock(cfg) for _ in range(cfg["decoder_layers"])])
-        self.norm = nn.LayerNorm(cfg["d_model"])
-        self.register_buffer("pe", sinusoidal_table(cfg["max_len"], cfg["d_model"]))
-
-    def embed_tokens(self, ids):
-        """ids (B,T) -> (B,T,D)"""
-        D = self.cfg["d_model"]
-        return self.embed(ids) * math.sqrt(D) + self.pe[: ids.shape[1]].to(self.embed.weight.dtype)
-
-    def forward(self, ids):
-        """ids (B,T) int64 -> logits (B,T,V)"""
-        T = ids.shape[1]
-        causal = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)  # True = not allowed
-        h = self.embed_tokens(ids)
-        for layer in self.layers:
-            h = layer(h, causal)
-        return self.norm(h) @ self.embed.weight.t()
-
-
 def logits_through_torch_layers(model, ids):
-    """The same logits with every block replaced by torch.nn.TransformerEncoderLayer(norm_first=
-    True) carrying the equivalent multi-head weights: checks PreLNCausalBlock (residuals, norm
-    placement, GELU) and the k/v head grouping against PyTorch's own layer."""
+    """ids (B,T) -> logits (B,T,V) of the decoder-only model with every block replaced by
+    torch.nn.TransformerEncoderLayer(norm_first=True) run (functional_call) on the block's own
+    parameters, the k/v projections repeated into the packed (3D, D) in_proj: checks the plain
+    block (residuals, norm placement, GELU) and the k/v head grouping against PyTorch's own layer,
+    values and gradients (they flow back into the model's parameters)."""
     cfg = model.cfg
     T = ids.shape[1]
     causal = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
     h = model.embed_tokens(ids)
     for block in model.layers:
-        layer = nn.TransformerEncoderLayer(cfg["d_model"], cfg["n_heads"], cfg["d_ff"], dropout=0.0,
-                                           activation="gelu", batch_first=True, norm_first=True)
-        layer.to(h.dtype)
-        with torch.no_grad():
-            weight, bias = block.self_attn.in_proj()
-            layer.self_attn.in_proj_weight.copy_(weight)
-            layer.self_attn.in_proj_bias.copy_(bias)
-            for ours, theirs in [(block.self_attn.out_proj, layer.self_attn.out_proj), (block.ffn.fc1, layer.linear1),
-                                 (block.ffn.fc2, layer.linear2), (block.norm1, layer.norm1),
-                                 (block.norm2, layer.norm2)]:
-                theirs.weight.copy_(ours.weight)
-                theirs.bias.copy_(ours.bias)
-        h = layer(h, src_mask=causal)
+        layer = nn.TransformerEncoderLayer(cfg.d_model, cfg.n_heads, cfg.d_ff, dropout=0.0, activation="gelu",
+                                           batch_first=True, norm_first=True).to(h.dtype)
+        attn, Hkv = block.self_attn, cfg.kv_heads()
+        G = cfg.n_heads // Hkv
+        weights = {  # q rows, then k and v rows repeated for their query heads: (3D, D) and (3D)
+            "self_attn.in_proj_weight": torch.cat([attn.q_proj.weight, repeat_kv_heads(attn.k_proj.weight, Hkv, G),
+                                                   repeat_kv_heads(attn.v_proj.weight, Hkv, G)]),
+            "self_attn.in_proj_bias": torch.cat([attn.q_proj.bias, repeat_kv_heads(attn.k_proj.bias, Hkv, G),
+                                                 repeat_kv_heads(attn.v_proj.bias, Hkv, G)]),
+        }
+        for ours, theirs in [(attn.out_proj, "self_attn.out_proj"), (block.ffn.fc1, "linear1"),
+                             (block.ffn.fc2, "linear2"), (block.norm1, "norm1"), (block.norm2, "norm2")]:
+            weights[theirs + ".weight"], weights[theirs + ".bias"] = ours.weight, ours.bias
+        h = functional_call(layer, weights, (h,), {"src_mask": causal})
     return model.norm(h) @ model.embed.weight.t()
-
-
-def lm_loss(model, cfg, tgt_in, tgt_out):
-    """-> logits (B,T,V) and the label-smoothed cross-entropy (0-d), after backward()."""
-    logits = model(tgt_in)  # (B,T,V)
-    return logits, smoothed_cross_entropy_backward(logits, tgt_out, cfg)
 
 
 def decoder_only_case():
@@ -540,14 +453,14 @@ def decoder_only_case():
            "norm": "layernorm", "norm_position": "pre", "positional": "sinusoidal", "max_len": 16,
            "pad_id": 0, "bos_id": 2, "label_smoothing": 0.1}
     torch.manual_seed(7)
-    model = TorchDecoderOnly(cfg)
+    model = tm.DecoderOnlyTransformer(model_config(cfg))
     model.train()  # dropout is 0; as in seq2seq_case
     randomise_(model)
     D, pad = cfg["d_model"], cfg["pad_id"]
     with torch.no_grad():
         model.embed.weight.copy_(f32_randn(*model.embed.weight.shape) / math.sqrt(D))  # N(0, 1/D), as nn/init.h
         model.embed.weight[pad].zero_()
-    model32 = copy.deepcopy(model)  # float32, for the tolerance measurement below
+    model32 = copy.deepcopy(model)  # float32, for the tolerance measurement
     model.double()
 
     # make_lm_batch's rows (data/tasks.h): tgt_in = <s> x..,  tgt_out = x.. </s>, padded with 0 at
@@ -557,25 +470,21 @@ def decoder_only_case():
     tgt_out = torch.tensor([[5, 9, 4, 11, 7, 3], [8, 12, 6, 3, 0, 0], [10, 4, 4, 9, 3, 0]], dtype=torch.int64)  # (B,T)
     assert tgt_in.max() < cfg["tgt_vocab"] and tgt_out.max() < cfg["tgt_vocab"]
 
-    logits, loss = lm_loss(model, cfg, tgt_in, tgt_out)
-    with torch.no_grad():
-        through_layers = logits_through_torch_layers(model, tgt_in)
-    gap = (through_layers - logits).abs().max().item()
-    assert gap < 1e-12 * logits.abs().max().item(), f"blocks differ from TransformerEncoderLayer by {gap:.3g}"
-    w, g = weights_and_grads(model)
-    tensors = [("tgt_in", tgt_in), ("tgt_out", tgt_out)] + w
-    tensors += [("logits", logits.detach()), ("loss", loss.detach())] + g
-    meta = common_metadata(case)
-    meta.update({k: (str(v).lower() if isinstance(v, bool) else v) for k, v in cfg.items()})
-    meta["loss"] = "cross_entropy(logits, tgt_out, ignore_index=pad_id, label_smoothing)"
-    save_safetensors(os.path.join(OUT_DIR, case + ".safetensors"), tensors, meta)
-    print(f"  torch.nn.TransformerEncoderLayer blocks give the same logits to {gap:.3g}")
+    def loss_of(m):
+        logits = m(tgt_in)  # (B,T,V)
+        return logits, smoothed_cross_entropy_backward(logits, tgt_out, cfg)
 
-    logits32, loss32 = lm_loss(model32, cfg, tgt_in, tgt_out)
-    _, g32 = weights_and_grads(model32)
-    got = dict([("logits", logits32.detach()), ("loss", loss32.detach())] + g32)
-    err, key = worst_relative_error(got, dict(tensors))
-    print(f"  PyTorch float32 vs these references: largest relative error {err:.3g} ({key})")
+    logits, loss = loss_of(model)
+    grads = named_grads(model.named_parameters())
+    model.zero_grad()
+    their_logits = logits_through_torch_layers(model, tgt_in)
+    smoothed_cross_entropy_backward(their_logits, tgt_out, cfg)
+    gap = assert_same_as_torch_layers(case, logits.detach(), grads, their_logits.detach(),
+                                      named_grads(model.named_parameters()))
+    for name, p in model.named_parameters():  # the file gets the plain model's own gradients
+        p.grad.copy_(grads[name])
+    save_model_case(case, cfg, [("tgt_in", tgt_in), ("tgt_out", tgt_out)], model, logits, loss, model32, loss_of)
+    print(f"  torch.nn.TransformerEncoderLayer blocks give the same logits and gradients to {gap:.3g}")
 
 
 # Every case by name, in the order a full run writes them.

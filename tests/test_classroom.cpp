@@ -1,10 +1,12 @@
 // The classroom commands (train/classroom/gradcheck_suite.h, train/classroom/attention_figures.h and explain_batch.h, `scratchformer gradcheck |
-// attention | plot | explain-batch`), run as the real binary:
+// attention | plot | explain-batch | summary`), run as the real binary:
 //   gradcheck for one module and a topic, --list (the suite's own entries and its table are
 //     tests/test_gradcheck_suite.cpp); plot of a hand-written metrics.tsv and
 //     of a config's positions and schedule; explain-batch of configs/reverse.toml (teacher forcing
 //     checked on the printed columns); attention heatmaps from a checkpoint trained for two steps;
-//     bad input for every command is exit status 2 with one line on stderr.
+//     bad input for every command is exit status 2 with one line on stderr;
+//   the same commands in Chinese (--lang zh, or LANG=zh_CN.UTF-8 and no --lang; train/classroom/lang.h):
+//     their headings and captions, the same numbers, and Chinese tokens aligned by display width.
 #include "run_util.h"
 
 #include <stdlib.h>
@@ -18,6 +20,7 @@
 #include "train/classroom/attention_figures.h"
 #include "train/classroom/explain_batch.h"
 #include "train/classroom/gradcheck_suite.h"
+#include "train/classroom/lang.h"
 #include "train/classroom/summary.h"
 #include "train/setup.h"
 
@@ -37,6 +40,20 @@ using sf::test::read_file;
 using sf::test::run_cli;
 using sf::test::TempDir;
 using sf::test::write_file;
+
+// Without --lang the classroom commands follow LANG (--lang auto): the tests of their English output
+// must not depend on the locale of the shell that runs them, so LANG is unset when this test
+// program starts; a test that wants the Chinese locale sets it with LangEnv.
+[[maybe_unused]] const bool kLangUnset = [] { return ::unsetenv("LANG") == 0; }();
+
+// LANG set to `value` while it lives (the scratchformer runs started by run_cli inherit it), then
+// unset again.
+struct LangEnv {
+  explicit LangEnv(const char* value) { ::setenv("LANG", value, 1); }
+  ~LangEnv() { ::unsetenv("LANG"); }
+  LangEnv(const LangEnv&) = delete;
+  LangEnv& operator=(const LangEnv&) = delete;
+};
 
 // XDG_CACHE_HOME pointed at a temporary directory while it lives (the scratchformer runs started
 // by run_cli inherit it), so the tokenizer cache of explain-batch stays out of the user's home.
@@ -484,4 +501,238 @@ TEST_CASE("summary parameter formulas equal the model's count for every architec
     CHECK_THAT(parts, Contains("(equal"));
     CHECK_THAT(text, Contains(cfg.model.arch));
   }
+}
+
+// ==================================================================== in Chinese (--lang zh)
+
+namespace {
+
+// `args` run with LANG=zh_CN.UTF-8, as on a Chinese desktop.
+CliResult run_cli_in_chinese_locale(const std::vector<std::string>& args) {
+  const LangEnv zh("zh_CN.UTF-8");
+  return run_cli(args);
+}
+
+// `args` with "--lang VALUE" appended.
+std::vector<std::string> with_lang(std::vector<std::string> args, const std::string& value) {
+  args.insert(args.end(), {"--lang", value});
+  return args;
+}
+
+// The first line of `text` that starts with `prefix`, or "".
+std::string line_starting(const std::string& text, const std::string& prefix) {
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);)
+    if (line.rfind(prefix, 0) == 0) return line;
+  return "";
+}
+
+// The terminal columns (lang.h display_width) at which the cells of `line` start, from column
+// `from` on: a cell is a run of characters other than the space.
+std::vector<std::size_t> cell_columns(const std::string& line, std::size_t from) {
+  std::vector<std::size_t> starts;
+  std::size_t column = 0;
+  bool after_space = true;
+  for (std::size_t i = 0; i < line.size();) {
+    const std::size_t start = i;
+    char32_t cp = 0;
+    next_code_point(line, i, cp);
+    if (cp != ' ' && after_space && column >= from) starts.push_back(column);
+    after_space = cp == ' ';
+    column += display_width(std::string_view(line).substr(start, i - start));
+  }
+  return starts;
+}
+
+// The numbers of `text` in order ("170,752", "12.8", "4"): what a translation must keep.
+std::vector<std::string> numbers_of(const std::string& text) {
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(text[i]))) continue;
+    std::size_t end = i;
+    while (end < text.size() && (std::isdigit(static_cast<unsigned char>(text[end])) || text[end] == ',' || text[end] == '.')) ++end;
+    while (!std::isdigit(static_cast<unsigned char>(text[end - 1]))) --end;  // "4," at the end of a clause
+    out.push_back(text.substr(i, end - i));
+    i = end - 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("display_width counts the terminal columns of UTF-8 text", "[classroom][lang]") {
+  CHECK(display_width("tgt_in") == 6);
+  CHECK(display_width("\u2581A") == 2);                // ▁ takes one column
+  CHECK(display_width("\u2581\u6211\u4eec") == 5);     // ▁我们: two per Chinese character
+  CHECK(display_width("\u3002\uff0c") == 4);           // 。， full-width punctuation
+  CHECK(display_width("\u200b") == 0);                 // a zero-width space
+  CHECK(display_width("e\u0301") == 1);                // e + a combining acute accent
+  CHECK(display_width("\xff") == 1);                   // a byte that is not UTF-8: one replacement mark
+  CHECK(pad_to_width("\u6211", 4) == "\u6211  ");       // 我 + two spaces
+  CHECK(pad_left_to_width("7", 3) == "  7");
+  CHECK(text(Lang::En, "parameters", "参数量") == "parameters");
+  CHECK(text(Lang::Zh, "parameters", "参数量") == "参数量");
+}
+
+TEST_CASE("gradcheck --lang zh prints the rule, headings, results and summary in Chinese", "[classroom][cli][grad][lang]") {
+  const std::vector<std::string> args = {"gradcheck", "--module", "layer_norm"};
+  const CliResult zh = run_cli(with_lang(args, "zh")), en = run_cli(with_lang(args, "en")), plain = run_cli(args);
+  INFO(zh.out << zh.err);
+  REQUIRE(zh.status == 0);
+  REQUIRE(en.status == 0);
+  CHECK(en.out == plain.out);  // English is the default, and --lang en is it
+  CHECK_THAT(en.out, Contains("max abs error") && Contains("all passed") && !Contains("模块"));
+  CHECK_THAT(zh.out, Contains("float64 梯度检查") && Contains("模块") && Contains("参数或输入") && Contains("最大绝对误差") &&
+                         Contains("1 项检查，") && Contains("全部通过") && !Contains("max abs error") && !Contains("all passed"));
+  const GradcheckEntry& ln = *find_gradcheck("layer_norm");
+  CHECK(count_of(zh.out, "通过\n") == gradcheck_rows(ln, ln.run(GradcheckOptions{})).size() + 1);  // every row, and the summary
+  // the columns line up in a terminal: each heading starts where its column's cells start
+  const std::string header = line_starting(zh.out, "模块");
+  std::string row;  // a row whose shape has no space: "layer_norm  weight  (5,)  3.1e-10 ..."
+  std::istringstream lines(zh.out);
+  for (std::string line; std::getline(lines, line) && row.empty();)
+    if (line.rfind("layer_norm ", 0) == 0 && line.find("(5,)") != std::string::npos) row = line;
+  REQUIRE_FALSE(row.empty());
+  CHECK(cell_columns(header, 0) == cell_columns(row, 0));
+  // the Chinese locale without --lang gives the same, and --lang en overrides it
+  CHECK(run_cli_in_chinese_locale(args).out == zh.out);
+  CHECK(run_cli_in_chinese_locale(with_lang(args, "en")).out == en.out);
+}
+
+TEST_CASE("summary --lang zh prints the tree, parameter, FLOP and KV-cache headings in Chinese", "[classroom][cli][params][lang]") {
+  const std::vector<std::string> args = {"summary", "--config", kReverseConfig};
+  const CliResult zh = run_cli(with_lang(args, "zh")), en = run_cli(with_lang(args, "en"));
+  INFO(zh.out << zh.err);
+  REQUIRE(zh.status == 0);
+  CHECK(en.out == run_cli(args).out);
+  CHECK_THAT(en.out, Contains("Parameters of each part") && Contains("KV cache for B = 1"));
+  for (const char* heading : {"的模型：encoder-decoder", "参数量：课上的近似公式与精确数并列", "各部分的参数量：公式与精确数并列",
+                              "每个目标词元的前向 FLOPs，T = 32", "KV 缓存，B = 1，L = 32", "  近似值            12·D²·Le",
+                              "  差值              ", "    偏置      ", "结构同 0", "（共享，已在上面计入）"})
+    CHECK_THAT(zh.out, Contains(heading));
+  for (const char* english : {"Parameters", "module", "difference", "KV cache", "Forward FLOPs", "same structure"})
+    CHECK_THAT(zh.out, !Contains(english));
+  CHECK(numbers_of(zh.out) == numbers_of(en.out));  // translated, not changed
+  // the parameter counts of the module tree end in one column, under the heading's last character
+  const std::size_t heading_end = display_width(line_starting(zh.out, "模块"));
+  CHECK(heading_end == 74);
+  for (const std::string prefix : {"model (", "├─ encoder (", "│  │  └─ 1 (EncoderLayer)  结构同 0"}) {
+    const std::string line = line_starting(zh.out, prefix);
+    REQUIRE_FALSE(line.empty());
+    CHECK(display_width(line) == heading_end);
+  }
+  CHECK(run_cli_in_chinese_locale(args).out == zh.out);
+}
+
+TEST_CASE("summary in Chinese keeps every number of the English one, for every architecture", "[classroom][params][lang]") {
+  const std::string configs = std::string(SCRATCHFORMER_SOURCE_DIR) + "/configs/";
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {"encoder-decoder-de-en.toml", {"model.share_embeddings=false", "model.tie_output=false", "data.joint_tokenizer=false",
+                                      "model.positional=learned", "model.n_kv_heads=2"}},
+      {"lm-zh.toml", {"model.norm=rmsnorm", "model.activation=swiglu"}},
+      {"mlm-de.toml", {}},
+      {"classify-match.toml", {"data.labels=a,b,c"}}};
+  for (const auto& [file, overrides] : cases) {
+    const Config cfg = load_config(configs + file, overrides);
+    const std::string en = model_summary(cfg, 500, 16, 2), zh = model_summary(cfg, 500, 16, 2, Lang::Zh);
+    INFO(file << "\n" << zh);
+    CHECK(numbers_of(zh) == numbers_of(en));
+    CHECK_THAT(zh, Contains("参数量：") && Contains("各部分之和") && Contains("（相等：") && Contains("KV 缓存"));
+    CHECK_THAT(zh, !Contains("Parameters") && !Contains("sum of the parts") && !Contains("not itemised"));
+  }
+}
+
+TEST_CASE("explain-batch --lang zh explains every architecture in Chinese, tokens aligned by display width",
+          "[classroom][cli][batcher][lang]") {
+  TempDir run;
+  const CacheHome cache;
+  const std::string configs = std::string(SCRATCHFORMER_SOURCE_DIR) + "/configs/";
+  // encoder-decoder on Chinese sources: row 0 in columns, every piece under its position
+  const std::vector<std::string> args = {"explain-batch", "--config", configs + "tatoeba-zh-en.toml", "--rows", "2", "--set",
+                                         "run.dir=" + run.path.string()};
+  const CliResult zh = run_cli(with_lang(args, "zh")), en = run_cli(with_lang(args, "en"));
+  INFO(zh.out << zh.err);
+  REQUIRE(zh.status == 0);
+  REQUIRE(en.status == 0);
+  CHECK(en.out == run_cli(args).out);
+  for (const char* heading : {"第 0 轮的第 0 个批次", "训练语料：保留 ", "形状：src (", "教师强制：", "第 0 行（过滤后的第 ",
+                              "像解码器那样读第 0 行：", "前 8 行的填充掩码", "因果掩码", "计数：", "行数（句对）"})
+    CHECK_THAT(zh.out, Contains(heading));
+  CHECK_THAT(zh.out, !Contains("Teacher forcing") && !Contains("counts:") && !Contains("padding masks"));
+  const std::string positions = line_starting(zh.out, "  位置 "), src = line_starting(zh.out, "  src "),
+                    tgt_in = line_starting(zh.out, "  tgt_in ");
+  const std::vector<std::size_t> columns = cell_columns(positions, display_width("  位置"));
+  REQUIRE(columns.size() >= 5);
+  const std::vector<std::size_t> src_columns = cell_columns(src, columns[0]), in_columns = cell_columns(tgt_in, columns[0]);
+  REQUIRE(src_columns.size() >= 5);
+  CHECK(std::equal(src_columns.begin(), src_columns.end(), columns.begin()));  // each Chinese piece under its position
+  CHECK(std::equal(in_columns.begin(), in_columns.end(), columns.begin()));
+  CHECK(display_width(src) > static_cast<std::size_t>(std::count_if(src.begin(), src.end(), [](char c) {
+          return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+        })));  // the line holds wide (Chinese) pieces, so bytes or characters would misalign it
+  CHECK(cells_of(zh.out, "src") == cells_of(en.out, "src"));  // the same pieces
+  CHECK(run_cli_in_chinese_locale(args).out == zh.out);
+
+  // decoder-only (a Chinese LM) and encoder-only (masked LM): their explanations in Chinese
+  const std::string run_dir = "run.dir=" + (run.path / "other").string();
+  const CliResult lm = run_cli({"explain-batch", "--config", configs + "lm-zh.toml", "--rows", "1", "--lang", "zh", "--set", run_dir});
+  REQUIRE(lm.status == 0);
+  CHECK_THAT(lm.out, Contains("语言建模（仅解码器）") && Contains("第 0 行（第 ") && Contains("  预测（损失）") && !Contains("counts:"));
+  const std::string lm_positions = line_starting(lm.out, "  位置 "), lm_in = line_starting(lm.out, "  tgt_in ");
+  const std::vector<std::size_t> lm_columns = cell_columns(lm_positions, display_width("  位置"));
+  const std::vector<std::size_t> lm_in_columns = cell_columns(lm_in, lm_columns.at(0));
+  CHECK(std::equal(lm_in_columns.begin(), lm_in_columns.end(), lm_columns.begin()));
+  const CliResult mlm = run_cli({"explain-batch", "--config", configs + "mlm-de.toml", "--rows", "1", "--lang", "zh", "--set", run_dir});
+  REQUIRE(mlm.status == 0);
+  CHECK_THAT(mlm.out, Contains("掩码语言模型（仅编码器") && Contains("  原词元 ") && !Contains("Masked LM"));
+}
+
+TEST_CASE("plot --lang zh writes the figures' titles, axes and legends in Chinese", "[classroom][cli][plots][lang]") {
+  TempDir run;
+  write_file(run.path / "metrics.tsv",
+             "step\tepoch\tkind\tloss\tnll\tppl\tlr\ttokens_per_s\tgrad_norm\tbleu\telapsed_s\n"
+             "10\t1\ttrain\t4.5\t4.2\t66.7\t0.001\t900\t1.5\t\t3\n"
+             "20\t1\tvalid\t3.3\t3.0\t20.1\t\t\t\t12.5\t7\n");
+  const fs::path zh = run.path / "zh.svg", en = run.path / "en.svg", locale = run.path / "locale.svg";
+  REQUIRE(run_cli({"plot", run.path.string(), "--out", zh.string(), "--lang", "zh"}).status == 0);
+  REQUIRE(run_cli({"plot", run.path.string(), "--out", en.string(), "--lang", "en"}).status == 0);
+  REQUIRE(run_cli_in_chinese_locale({"plot", run.path.string(), "--out", locale.string()}).status == 0);
+  const std::string zh_doc = read_file(zh), en_doc = read_file(en);
+  require_svg_document(zh_doc);
+  CHECK_THAT(zh_doc, Contains(">训练曲线</text>") && Contains(">损失：标签平滑后的损失与 NLL</text>") && Contains(">训练损失</text>") &&
+                         Contains(">验证 BLEU</text>") && Contains(">学习率</text>") && !Contains("Training curves"));
+  CHECK_THAT(en_doc, Contains(">Training curves</text>") && !Contains("训练"));
+  CHECK(read_file(locale) == zh_doc);
+
+  const fs::path schedule = run.path / "schedule.svg", positions = run.path / "positions.svg";
+  REQUIRE(run_cli({"plot", "--config", kReverseConfig, "--what", "schedule", "--out", schedule.string(), "--lang", "zh"}).status == 0);
+  REQUIRE(run_cli({"plot", "--config", kReverseConfig, "--what", "positions", "--out", positions.string(), "--lang", "zh"}).status == 0);
+  CHECK_THAT(read_file(schedule), Contains("学习率调度：cosine，lr ") && Contains(">步</text>") && Contains(">学习率</text>"));
+  CHECK_THAT(read_file(positions), Contains("正弦位置编码 PE[pos, i]，max_len 64，d_model 64") && Contains(">嵌入维度</text>"));
+}
+
+TEST_CASE("attention --lang zh titles its figures and says what it drew in Chinese", "[classroom][cli][attention][lang]") {
+  TempDir out, out_en;
+  const std::string ck = tiny_checkpoint().string();
+  const CliResult zh = run_cli({"attention", "--checkpoint", ck, "--src", "wa mi lo ka", "--out-dir", out.path.string(), "--lang", "zh"});
+  INFO(zh.out << zh.err);
+  REQUIRE(zh.status == 0);
+  CHECK_THAT(zh.out, Contains("译文（贪心解码）：") && Contains((out.path / "cross_attention.svg").string()));
+  const std::string cross = read_file(out.path / "cross_attention.svg"), overview = read_file(out.path / "attention_overview.svg");
+  require_svg_document(cross);
+  CHECK_THAT(cross, Contains("交叉注意力，行 = 产生的词元：") && Contains(">第 2 层第 2 个头</text>") && Contains(">权重</text>") &&
+                        Contains("行：查询（谁在看）") && !Contains("layer 1, head 1") && !Contains("Cross-attention"));
+  CHECK_THAT(overview, Contains("编码器第 1 层第 1 个头：双向") && Contains("解码器第 2 层第 1 个头：因果"));
+  CHECK_THAT(read_file(out.path / "encoder_self_attention.svg"), Contains("编码器自注意力（双向），行 = 源端位置"));
+  CHECK_THAT(read_file(out.path / "self_attention.svg"), Contains("掩码自注意力，行 = 产生的词元") && Contains(">遮蔽</text>"));
+  // the Chinese locale without --lang gives the same figures; --lang en the English ones
+  const CliResult locale = run_cli_in_chinese_locale({"attention", "--checkpoint", ck, "--src", "wa mi lo ka", "--out-dir",
+                                                      out_en.path.string(), "--tgt", "ka lo"});
+  REQUIRE(locale.status == 0);
+  CHECK_THAT(locale.out, Contains("目标句（教师强制）：ka lo"));
+  CHECK_THAT(read_file(out_en.path / "cross_attention.svg"), Contains("交叉注意力，行 = 产生的词元"));
+  const CliResult en = run_cli({"attention", "--checkpoint", ck, "--src", "wa mi lo ka", "--out-dir", out_en.path.string(), "--lang", "en"});
+  REQUIRE(en.status == 0);
+  CHECK_THAT(en.out, Contains("translation (greedy): "));
+  CHECK_THAT(read_file(out_en.path / "cross_attention.svg"), Contains("layer 1, head 1") && !Contains("交叉注意力"));
 }

@@ -559,16 +559,13 @@ std::vector<std::string> svg_font_families(const std::string& svg) {
 
 }  // namespace
 
-TEST_CASE("A Chinese attention figure names a font family that covers its characters", "[plots][attention][fonts]") {
-  const std::vector<std::string> zh = {"<s>", "我", "爱", "北京", "</s>"};
-  const std::string svg = attention_heatmaps_svg({{"layer 1, head 1", zh, zh, attention_map(5, 5, true)}}, 1,
-                                                 "自注意力 self-attention: \"我爱北京\"");
-  REQUIRE_WELL_FORMED(svg);
+namespace {
+
+// One font family of the picture's font-family list is installed and covers every Chinese
+// character of `svg` (when fontconfig is there to ask; otherwise a warning says it was skipped).
+void require_installed_font_covers(const std::string& svg) {
   const std::vector<std::string> families = svg_font_families(svg);
   const std::string charset = cjk_charset(svg);
-  REQUIRE(count_of(charset, " ") + 1 == 8);  // 我 爱 北 京 自 注 意 力
-  REQUIRE(std::find(families.begin(), families.end(), "Noto Sans CJK SC") != families.end());
-
   if (output_of("command -v fc-list").empty()) {
     WARN("SKIPPED: fontconfig's fc-list is not installed (Debian: apt-get install fontconfig), so which fonts "
          "cover Chinese cannot be checked");
@@ -593,4 +590,53 @@ TEST_CASE("A Chinese attention figure names a font family that covers its charac
   const std::string chosen_family = chosen.substr(0, chosen.find(','));
   INFO("fc-match chose " << chosen);
   CHECK_FALSE(output_of("fc-list --format='%{file}\\n' ':family=" + chosen_family + ":charset=" + charset + "'").empty());
+}
+
+}  // namespace
+
+TEST_CASE("A Chinese attention figure names a font family that covers its characters", "[plots][attention][fonts]") {
+  const std::vector<std::string> zh = {"<s>", "我", "爱", "北京", "</s>"};
+  const std::string svg = attention_heatmaps_svg({{"layer 1, head 1", zh, zh, attention_map(5, 5, true)}}, 1,
+                                                 "自注意力 self-attention: \"我爱北京\"");
+  REQUIRE_WELL_FORMED(svg);
+  const std::vector<std::string> families = svg_font_families(svg);
+  REQUIRE(count_of(cjk_charset(svg), " ") + 1 == 8);  // 我 爱 北 京 自 注 意 力
+  REQUIRE(std::find(families.begin(), families.end(), "Noto Sans CJK SC") != families.end());
+  require_installed_font_covers(svg);
+}
+
+// ----------------------------------------------------------------- the pictures in Chinese (lang.h)
+
+TEST_CASE("Pictures in Chinese write their captions, axis labels, legends and notes in Chinese", "[plots][lang][curves]") {
+  TempDir dir;
+  const std::string path = dir.write("metrics.tsv", kHeader + row(100, "train", "9.5", "9.1", "0.0001", "") +
+                                                        row(200, "valid", "7.5", "7", "", "3.25") +
+                                                        row(300, "skipped", "inf", "", "", ""));
+  const std::string en = training_curves_svg(path), zh = training_curves_svg(path, Lang::Zh);
+  REQUIRE_WELL_FORMED(zh);
+  CHECK(en == training_curves_svg(path, Lang::En));  // English is the default
+  for (const char* label : {">训练曲线</text>", ">步</text>", ">损失（每词元 nats）</text>", ">学习率</text>", ">训练损失</text>",
+                            ">验证 BLEU</text>", ">跳过的步</text>", ">记录的学习率</text>", "学习率峰值 0.0001，在第 100 步"})
+    CHECK(zh.find(label) != std::string::npos);
+  for (const char* label : {"Training curves", ">step</text>", ">train loss</text>", "peak lr"}) {
+    CHECK(zh.find(label) == std::string::npos);
+    CHECK(en.find(label) != std::string::npos);
+  }
+  // the same picture otherwise: the same curves at the same points
+  CHECK(polyline_points(zh, "train-loss") == polyline_points(en, "train-loss"));
+  CHECK(count_of(group(zh, "valid-loss"), "<circle") == count_of(group(en, "valid-loss"), "<circle"));
+  require_installed_font_covers(zh);
+
+  const std::vector<std::string> tokens = {"<s>", "▁我", "爱", "</s>"};
+  const std::string maps = attention_heatmaps_svg({{"第 1 层第 1 个头", tokens, tokens, attention_map(4, 4, true)}}, 1, "自注意力", Lang::Zh);
+  REQUIRE_WELL_FORMED(maps);
+  CHECK_THAT(maps, Contains("行：查询（谁在看）") && Contains(">权重</text>") && Contains(">遮蔽</text>") &&
+                       Contains("&lt;s&gt; → ▁我：遮蔽 (0)"));
+  CHECK(maps.find(">masked<") == std::string::npos);  // the English legend
+  CHECK(maps.find(": masked") == std::string::npos);  // and tooltip ("masked" stays in class names, which are the code's)
+  const std::string pe = positional_encoding_svg(zeros({300, 4}), "PE", Lang::Zh);
+  REQUIRE_WELL_FORMED(pe);
+  CHECK_THAT(pe, Contains("表 (300, 4)：行 = 位置，列 = 嵌入维度；只画出位置 0-199") && Contains(">嵌入维度</text>"));
+  const double nan = std::nan("");
+  CHECK_THAT(line_chart_svg({1, 2}, {nan, nan}, "t", "x", "y", Lang::Zh), Contains("没有有限值的点"));
 }

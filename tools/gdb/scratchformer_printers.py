@@ -86,9 +86,24 @@ def _vector_items(vec, limit, what):
     return [(begin + i).dereference() for i in range(n)]
 
 
+def _printable(text):
+    """`text` as gdb can show it: unchanged when the terminal's charset (gdb's host charset, from
+    LANG) holds every character, as in a UTF-8 locale; otherwise, under the C locale, with
+    \\uXXXX escapes for what it cannot hold ("\\u6ce8\\u610f" for a Chinese name)."""
+    try:
+        charset = gdb.host_charset()
+        text.encode(charset)
+        return text
+    except (AttributeError, LookupError):  # a gdb before 12, or a charset Python does not know
+        return text.encode("ascii", "backslashreplace").decode("ascii")
+    except UnicodeEncodeError:
+        return text.encode(charset, "backslashreplace").decode(charset)
+
+
 def _std_string(s):
     """std::string -> Python str, "?" if unreadable (libstdc++ layout; for libc++'s, gdb's own
-    printing of the string)."""
+    printing of the string). The bytes are read as UTF-8, the project's text, whatever gdb's
+    charset (a byte that is not UTF-8 becomes U+FFFD), then made printable (_printable)."""
     try:
         try:
             n = int(s["_M_string_length"])
@@ -96,7 +111,7 @@ def _std_string(s):
             return str(s).strip('"')
         if n < 0 or n > 4096:
             return "?"
-        return s["_M_dataplus"]["_M_p"].string(length=n) if n else ""
+        return _printable(s["_M_dataplus"]["_M_p"].string(encoding="utf-8", errors="replace", length=n)) if n else ""
     except (gdb.error, UnicodeDecodeError):  # gdb.MemoryError is a gdb.error
         return "?"
 

@@ -74,14 +74,17 @@ Heatmap head_map(const Tensor& weights, std::int64_t h, const std::string& title
   return Heatmap{title, rows, cols, reshape(contiguous(narrow(weights, 1, h, 1)), {Tq, Tk})};  // (Tq,Tk)
 }
 
-std::string layer_head(std::size_t layer, std::int64_t h) {
-  return "layer " + std::to_string(layer + 1) + ", head " + std::to_string(h + 1);
+// "layer 2, head 3" (both counted from 1), or in Chinese "第 2 层第 3 个头".
+std::string layer_head(std::size_t layer, std::int64_t h, Lang lang) {
+  const std::string l = std::to_string(layer + 1), head = std::to_string(h + 1);
+  return lang == Lang::Zh ? "第 " + l + " 层第 " + head + " 个头" : "layer " + l + ", head " + head;
 }
 
 // weights (1,H,Tq,Tk) -> one Heatmap per head, titled "layer L, head h".
 void add_head_maps(std::vector<Heatmap>& maps, const Tensor& weights, std::size_t layer,
-                   const std::vector<std::string>& rows, const std::vector<std::string>& cols) {
-  for (std::int64_t h = 0; h < weights.size(1); ++h) maps.push_back(head_map(weights, h, layer_head(layer, h), rows, cols));
+                   const std::vector<std::string>& rows, const std::vector<std::string>& cols, Lang lang) {
+  for (std::int64_t h = 0; h < weights.size(1); ++h)
+    maps.push_back(head_map(weights, h, layer_head(layer, h, lang), rows, cols));
 }
 
 // At most `n` characters of `text` (whole UTF-8 characters), with "…" when cut.
@@ -107,7 +110,8 @@ double svg_width(const std::string& svg) {
 // short (the translation first, then the source, then both left out) until the title fits the
 // canvas, whose width the grid of maps decides.
 std::string heatmaps_with_sentence(const std::vector<Heatmap>& maps, int columns, const std::string& prefix,
-                                   const std::string& source, const std::string& translation, const std::string& how) {
+                                   const std::string& source, const std::string& translation, const std::string& how,
+                                   Lang lang) {
   constexpr double kMargins = 32;  // left margin and some air; the title is set in kTitleFont (svg.h)
   constexpr std::size_t kNone = 0;  // leave the sentence out
   const std::pair<std::size_t, std::size_t> budgets[] = {{60, 60}, {40, 40}, {30, 20}, {24, 12},
@@ -115,9 +119,9 @@ std::string heatmaps_with_sentence(const std::vector<Heatmap>& maps, int columns
   std::string svg;
   for (const auto& [src_chars, tgt_chars] : budgets) {
     std::string title = prefix;
-    if (src_chars != kNone) title += ": \"" + shorten(source, src_chars) + "\"";
+    if (src_chars != kNone) title += text(lang, ": \"", "：\"") + shorten(source, src_chars) + "\"";
     if (tgt_chars != kNone) title += " \u2192 \"" + shorten(translation, tgt_chars) + "\"" + how;
-    svg = attention_heatmaps_svg(maps, columns, title);
+    svg = attention_heatmaps_svg(maps, columns, title, lang);
     if (text_width(title, kTitleFont) + kMargins <= svg_width(svg)) return svg;
   }
   return svg;
@@ -244,18 +248,20 @@ AttentionWeights encoder_decoder_weights(const InferenceModel& im, const nn::Seq
 }
 
 // Every head of every layer of `stack` as a map titled "layer L, head h".
-std::vector<Heatmap> stack_maps(const AttentionStack& stack) {
+std::vector<Heatmap> stack_maps(const AttentionStack& stack, Lang lang) {
   std::vector<Heatmap> maps;
-  for (std::size_t l = 0; l < stack.layers.size(); ++l) add_head_maps(maps, stack.layers[l], l, stack.queries, stack.keys);
+  for (std::size_t l = 0; l < stack.layers.size(); ++l) add_head_maps(maps, stack.layers[l], l, stack.queries, stack.keys, lang);
   return maps;
 }
 
 // Per layer: the encoder's head 1 beside the decoder self-attention's head 1.
-std::vector<Heatmap> overview_maps(const AttentionStack& encoder, const AttentionStack& self) {
+std::vector<Heatmap> overview_maps(const AttentionStack& encoder, const AttentionStack& self, Lang lang) {
   std::vector<Heatmap> maps;
   for (std::size_t l = 0; l < std::min(encoder.layers.size(), self.layers.size()); ++l) {
-    maps.push_back(head_map(encoder.layers[l], 0, "encoder " + layer_head(l, 0) + ": bidirectional", encoder.queries, encoder.keys));
-    maps.push_back(head_map(self.layers[l], 0, "decoder " + layer_head(l, 0) + ": causal", self.queries, self.keys));
+    maps.push_back(head_map(encoder.layers[l], 0, text(lang, "encoder ", "编码器") + layer_head(l, 0, lang) + text(lang, ": bidirectional", "：双向"),
+                            encoder.queries, encoder.keys));
+    maps.push_back(head_map(self.layers[l], 0, text(lang, "decoder ", "解码器") + layer_head(l, 0, lang) + text(lang, ": causal", "：因果"),
+                            self.queries, self.keys));
   }
   return maps;
 }
@@ -285,29 +291,35 @@ AttentionWeights attention_weights(const InferenceModel& im, const std::string& 
 }
 
 AttentionFigures attention_figures(const InferenceModel& im, const std::string& source,
-                                   const std::optional<std::string>& target, std::int64_t pad) {
+                                   const std::optional<std::string>& target, std::int64_t pad, Lang lang) {
   const AttentionWeights w = attention_weights(im, source, target, pad);
   AttentionFigures fig = figures_of(w);
   const int heads = static_cast<int>(im.config.model.n_heads);
   if (w.stacks.size() == 1) {  // a decoder-only or encoder-only model
-    const std::string title = w.stacks[0].causal ? "Causal self-attention (decoder-only), row = position reading the token"
-                                                 : "Bidirectional self-attention (encoder-only), row = position";
-    fig.self_svg = heatmaps_with_sentence(stack_maps(w.stacks[0]), heads, title, source, fig.translation,
-                                          fig.translation.empty() ? "" : " (greedy)");
+    const std::string title =
+        w.stacks[0].causal ? text(lang, "Causal self-attention (decoder-only), row = position reading the token",
+                                  "因果自注意力（仅解码器），行 = 读这个词元的位置")
+                           : text(lang, "Bidirectional self-attention (encoder-only), row = position", "双向自注意力（仅编码器），行 = 位置");
+    fig.self_svg = heatmaps_with_sentence(stack_maps(w.stacks[0], lang), heads, title, source, fig.translation,
+                                          fig.translation.empty() ? "" : text(lang, " (greedy)", "（贪心解码）"), lang);
     return fig;
   }
   const AttentionStack &encoder = w.stacks[0], &self = w.stacks[1], &cross = w.stacks[2];
-  const std::string how = fig.teacher_forced ? " (given)" : " (greedy)";
-  fig.cross_svg = heatmaps_with_sentence(stack_maps(cross), heads, "Cross-attention, rows = token produced", source,
-                                         fig.translation, how);
-  fig.self_svg = heatmaps_with_sentence(stack_maps(self), heads, "Masked self-attention, rows = token produced", source,
-                                        fig.translation, how);
-  fig.encoder_svg = heatmaps_with_sentence(stack_maps(encoder), heads,
-                                           "Encoder self-attention (bidirectional), rows = source position", source,
-                                           fig.translation, how);
-  fig.overview_svg = heatmaps_with_sentence(overview_maps(encoder, self), 2,
-                                            "Bidirectional (encoder) beside causal (decoder), head 1", source,
-                                            fig.translation, how);
+  const std::string how = fig.teacher_forced ? text(lang, " (given)", "（给定）") : text(lang, " (greedy)", "（贪心解码）");
+  fig.cross_svg = heatmaps_with_sentence(stack_maps(cross, lang), heads,
+                                         text(lang, "Cross-attention, rows = token produced", "交叉注意力，行 = 产生的词元"), source,
+                                         fig.translation, how, lang);
+  fig.self_svg = heatmaps_with_sentence(stack_maps(self, lang), heads,
+                                        text(lang, "Masked self-attention, rows = token produced", "掩码自注意力，行 = 产生的词元"),
+                                        source, fig.translation, how, lang);
+  fig.encoder_svg = heatmaps_with_sentence(stack_maps(encoder, lang), heads,
+                                           text(lang, "Encoder self-attention (bidirectional), rows = source position",
+                                                "编码器自注意力（双向），行 = 源端位置"),
+                                           source, fig.translation, how, lang);
+  fig.overview_svg = heatmaps_with_sentence(overview_maps(encoder, self, lang), 2,
+                                            text(lang, "Bidirectional (encoder) beside causal (decoder), head 1",
+                                                 "双向（编码器）与因果（解码器）并排，第 1 个头"),
+                                            source, fig.translation, how, lang);
   return fig;
 }
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "autograd/tensor.h"
+#include "train/classroom/lang.h"
 #include "train/setup.h"
 
 namespace sf::train {
@@ -44,8 +45,9 @@ struct AttentionFigures {
 // `pad` <pad> tokens are appended to the sequence the encoder (or the single stack) reads, as a
 // batch pads its shorter rows: their columns are masked (hatched) in every map that reads them as
 // keys, and the translation does not change (it is decoded from the unpadded source).
+// `lang`: the figures' titles and captions in English or Chinese.
 AttentionFigures attention_figures(const InferenceModel& im, const std::string& source,
-                                   const std::optional<std::string>& target, std::int64_t pad = 0);
+                                   const std::optional<std::string>& target, std::int64_t pad = 0, Lang lang = Lang::En);
 
 // ---- the weights behind the figures (also what `scratchformer serve` sends, train/explorer) ----
 

@@ -4,11 +4,11 @@
 // Letters: B batch rows, S source length, T target length (+1 for BOS / EOS).
 #pragma once
 
-#include <cstddef>
 #include <cstdint>
 #include <iosfwd>
 #include <string>
 
+#include "train/classroom/lang.h"
 #include "train/config.h"
 
 namespace sf::train {
@@ -26,12 +26,9 @@ struct ExplainOptions {
 // the training corpus as the trainer does, builds the trainer's Batcher (same seed, same budget)
 // and returns batch `opt.batch` of epoch 0 explained as text:
 // the batch and its shapes, what teacher forcing is, the first opt.rows rows in full, the
-// padding masks, the causal mask and the counts.
+// padding masks, the causal mask and the counts. `lang`: the headings and captions in English or
+// Chinese; tokens are lined up in columns by display width (lang.h), so Chinese pieces align too.
 // Throws std::invalid_argument when opt.batch is past the epoch's last batch.
-std::string explain_batch(const Config& cfg, const ExplainOptions& opt, std::ostream& log);
-
-// Columns a string takes in a terminal: one per code point, two for East Asian wide characters
-// (CJK, Hangul, full-width forms). For aligning tokens in columns.
-std::size_t display_width(const std::string& text);
+std::string explain_batch(const Config& cfg, const ExplainOptions& opt, std::ostream& log, Lang lang = Lang::En);
 
 }  // namespace sf::train

@@ -1138,17 +1138,19 @@ std::string sci(double v) {
   return buf;
 }
 
+// `s` padded with spaces to `width` terminal columns, and at least one space after it.
 std::string pad_right(const std::string& s, std::size_t width) {
-  return s.size() >= width ? s + " " : s + std::string(width - s.size(), ' ');
+  return display_width(s) >= width ? s + " " : pad_to_width(s, width);
 }
 
-// Columns padded to the widest cell (header included), two spaces apart.
+// Columns padded to the widest cell (header included, measured in terminal columns: a Chinese
+// heading is twice as wide as its characters), two spaces apart.
 std::string format_table(const std::vector<std::vector<std::string>>& rows) {
   std::vector<std::size_t> width;
   for (const auto& r : rows)
     for (std::size_t c = 0; c < r.size(); ++c) {
       if (width.size() <= c) width.push_back(0);
-      width[c] = std::max(width[c], r[c].size());
+      width[c] = std::max(width[c], display_width(r[c]));
     }
   std::string out;
   for (const auto& r : rows) {
@@ -1157,6 +1159,28 @@ std::string format_table(const std::vector<std::vector<std::string>>& rows) {
     out += line + "\n";
   }
   return out;
+}
+
+// Above the table: how the numbers are made and when a row passes.
+void print_pass_rule(std::ostream& out, const GradcheckOptions& tolerances, Lang lang) {
+  if (lang == Lang::Zh) {
+    out << "float64 梯度检查：用中心有限差分（eps " << tolerances.eps << "）对照 autograd 的反向传播。\n"
+        << "一个输入通过的条件：每个元素都满足 |analytic - numeric| <= " << tolerances.atol << " + " << tolerances.rtol
+        << " * |numeric|。\n"
+        << "最大相对误差要除以 |numeric|，所以真实梯度为 0 的地方它约为 1：例如 k_proj.bias，它给一行的每个分数都\n"
+        << "加上 q.b，而 softmax 不受整行加上同一个常数的影响。\n"
+        << "标有 \"float32 vs float64\" 的运行改为在相同输入上比较 float32 快速路径与它的 float64 参考实现（输出和\n"
+        << "梯度）：通过的条件是 |float32 - float64| <= " << kFloat32Atol << " + " << kFloat32Rtol << " * |float64|。\n\n";
+    return;
+  }
+  out << "float64 gradient checks: central finite differences (eps " << tolerances.eps
+      << ") against autograd's backward.\nAn input passes if |analytic - numeric| <= " << tolerances.atol << " + "
+      << tolerances.rtol << " * |numeric| at every element.\n"
+      << "max rel error divides by |numeric|, so it is ~1 where the true gradient is 0: e.g. k_proj.bias, which adds\n"
+      << "q.b to every score of a row, and softmax ignores a constant added to a whole row.\n"
+      << "Rows of a \"float32 vs float64\" run compare a float32 fast path with its float64 reference on the same\n"
+      << "inputs instead (output and gradients): pass if |float32 - float64| <= " << kFloat32Atol << " + "
+      << kFloat32Rtol << " * |float64|.\n\n";
 }
 
 }  // namespace
@@ -1204,9 +1228,11 @@ std::vector<GradcheckRow> gradcheck_rows(const GradcheckEntry& entry, const std:
 }
 
 bool run_gradcheck_table(const std::vector<const GradcheckEntry*>& entries, std::ostream& out,
-                         const GradcheckOptions& tolerances) {
+                         const GradcheckOptions& tolerances, Lang lang) {
   std::vector<std::vector<std::string>> table = {
-      {"module", "parameter or input", "shape", "max abs error", "max rel error", "result"}};
+      {text(lang, "module", "模块"), text(lang, "parameter or input", "参数或输入"), text(lang, "shape", "形状"),
+       text(lang, "max abs error", "最大绝对误差"), text(lang, "max rel error", "最大相对误差"), text(lang, "result", "结果")}};
+  const std::string pass = text(lang, "pass", "通过"), fail = text(lang, "FAIL", "失败");
   std::size_t runs = 0, failed = 0;
   std::vector<std::string> messages;
   for (const GradcheckEntry* e : entries) {
@@ -1215,7 +1241,7 @@ bool run_gradcheck_table(const std::vector<const GradcheckEntry*>& entries, std:
       cases = e->run(tolerances);
     } catch (const std::exception& ex) {  // e.g. exercise mode: "exercise: implement Softmax::backward ..."
       ++runs, ++failed;
-      table.push_back({e->name, "-", "-", "-", "-", "FAIL"});
+      table.push_back({e->name, "-", "-", "-", "-", fail});
       messages.push_back(e->name + ": " + ex.what());
       continue;
     }
@@ -1223,27 +1249,23 @@ bool run_gradcheck_table(const std::vector<const GradcheckEntry*>& entries, std:
     for (const GradcheckRow& row : gradcheck_rows(*e, cases)) {
       if (!row.ok) ++failed;
       table.push_back({row.module, row.input, shape_str(row.shape), sci(row.max_abs_error), sci(row.max_rel_error),
-                       row.ok ? "pass" : "FAIL"});
+                       row.ok ? pass : fail});
     }
     for (const GradcheckCase& c : cases)
       if (!c.result.ok)
         messages.push_back(e->name + (c.variant.empty() ? "" : " (" + c.variant + ")") + ": " + c.result.message);
   }
-  out << "float64 gradient checks: central finite differences (eps " << tolerances.eps
-      << ") against autograd's backward.\nAn input passes if |analytic - numeric| <= " << tolerances.atol << " + "
-      << tolerances.rtol << " * |numeric| at every element.\n"
-      << "max rel error divides by |numeric|, so it is ~1 where the true gradient is 0: e.g. k_proj.bias, which adds\n"
-      << "q.b to every score of a row, and softmax ignores a constant added to a whole row.\n"
-      << "Rows of a \"float32 vs float64\" run compare a float32 fast path with its float64 reference on the same\n"
-      << "inputs instead (output and gradients): pass if |float32 - float64| <= " << kFloat32Atol << " + "
-      << kFloat32Rtol << " * |float64|.\n\n"
-      << format_table(table);
-  out << "\n" << entries.size() << " checks, " << runs << " runs, " << table.size() - 1 << " inputs: ";
+  print_pass_rule(out, tolerances, lang);
+  out << format_table(table) << "\n";
+  if (lang == Lang::Zh)
+    out << entries.size() << " 项检查，" << runs << " 次运行，" << table.size() - 1 << " 个输入：";
+  else
+    out << entries.size() << " checks, " << runs << " runs, " << table.size() - 1 << " inputs: ";
   if (failed == 0) {
-    out << "all passed\n";
+    out << text(lang, "all passed", "全部通过") << "\n";
     return true;
   }
-  out << failed << " FAILED\n";
+  out << failed << text(lang, " FAILED", " 个失败") << "\n";
   for (const std::string& m : messages) out << m << (m.empty() || m.back() != '\n' ? "\n" : "");
   return false;
 }

@@ -52,6 +52,7 @@
 #include <vector>
 
 #include "autograd/gradcheck.h"
+#include "train/classroom/lang.h"
 
 namespace sf::train {
 
@@ -116,9 +117,10 @@ std::vector<GradcheckRow> gradcheck_rows(const GradcheckEntry& entry, const std:
 // Runs `entries` in order, then prints the table to `out`: the pass rule, one row per input
 // (module, parameter or input, shape, max abs error, max rel error, pass/FAIL), a summary line
 // and, for each failed run, gradcheck's message saying at which element numeric and analytic
-// differ. Returns true if every check passed.
+// differ. Returns true if every check passed. `lang`: the rule, the headings, pass/FAIL and the
+// summary line in English or Chinese (the names of modules and inputs are the code's).
 bool run_gradcheck_table(const std::vector<const GradcheckEntry*>& entries, std::ostream& out,
-                         const GradcheckOptions& tolerances = {});
+                         const GradcheckOptions& tolerances = {}, Lang lang = Lang::En);
 
 // --list: "name  topic  description", one line per entry, aligned.
 std::string format_gradcheck_list(const std::vector<GradcheckEntry>& entries);

@@ -94,7 +94,8 @@ void check_heatmap(const Heatmap& m, std::size_t index) {
 }
 
 // Draws one map (already checked) with its labels into the slot whose top-left corner is (ox, oy).
-void draw_heatmap(SvgWriter& svg, const Heatmap& m, const GridLayout& g, double ox, double oy) {
+void draw_heatmap(SvgWriter& svg, const Heatmap& m, const GridLayout& g, double ox, double oy, Lang lang) {
+  const std::string masked = text(lang, ": masked (0)", "：遮蔽 (0)");
   const std::int64_t rows = m.weights.size(0), cols = m.weights.size(1);
   const std::vector<double> w = m.weights.contiguous().to_vector<double>();
   const double hx = ox + g.row_label_w, hy = oy + kMapTitleHeight;  // top-left cell
@@ -109,7 +110,7 @@ void draw_heatmap(SvgWriter& svg, const Heatmap& m, const GridLayout& g, double 
       // cover it: this hides the hairline seams anti-aliasing leaves between touching rectangles.
       const double side = g.cell + kOverlap;
       if (v == 0)
-        svg.rect(x, y, side, side, {.fill = "url(#masked)", .css_class = "masked"}, pair + ": masked (0)");
+        svg.rect(x, y, side, side, {.fill = "url(#masked)", .css_class = "masked"}, pair + masked);
       else
         svg.rect(x, y, side, side, {.fill = viridis(v).hex(), .css_class = "cell"}, pair + ": " + short_value(v));
     }
@@ -229,7 +230,7 @@ enum class Mark {
 
 // One curve or set of marks in the training-curve panels, (step, value) in step order.
 struct Series {
-  const char* name;       // legend text
+  std::string name;       // legend text
   const char* css_class;  // class of its <polyline> or <g> of marks, e.g. "train-loss"
   const char* colour;
   Mark mark;
@@ -307,8 +308,8 @@ void no_data(SvgWriter& svg, const Frame& f, const std::string& what) {
 // The run's learning rate at every step 1..the last logged one, from the schedule of the
 // config.toml the trainer saved beside metrics.tsv: the logged rows (every log_every steps) can
 // miss the peak at the end of the warmup. Empty when there is no readable config.toml.
-Series schedule_series(const std::string& metrics_tsv_path, const Series& logged) {
-  Series s{"lr schedule", "lr-schedule", "#c9b3e0", Mark::Line, {}};
+Series schedule_series(const std::string& metrics_tsv_path, const Series& logged, Lang lang) {
+  Series s{text(lang, "lr schedule", "学习率调度"), "lr-schedule", "#c9b3e0", Mark::Line, {}};
   const std::filesystem::path config = std::filesystem::path(metrics_tsv_path).parent_path() / "config.toml";
   if (logged.points.empty() || !std::filesystem::exists(config)) return s;
   Config cfg;
@@ -325,27 +326,75 @@ Series schedule_series(const std::string& metrics_tsv_path, const Series& logged
 }
 
 // Under the learning-rate panel: the peak of the curve drawn and where it comes from.
-void lr_note(SvgWriter& svg, const Frame& f, const Series& drawn, bool from_schedule, const std::string& metrics_tsv_path) {
+void lr_note(SvgWriter& svg, const Frame& f, const Series& drawn, bool from_schedule, const std::string& metrics_tsv_path,
+             Lang lang) {
   if (drawn.points.empty()) return;
   const auto peak = std::max_element(drawn.points.begin(), drawn.points.end(),
                                      [](const auto& a, const auto& b) { return a.second < b.second; });
+  const std::string file = std::filesystem::path(metrics_tsv_path).filename().string();
   std::ostringstream note;
-  note << "peak lr " << short_value(peak->second) << " at step " << static_cast<std::int64_t>(peak->first);
-  if (from_schedule)
-    note << " (the config.toml schedule at every step; the logged rows are every log_every steps)";
-  else
-    note << " among the logged steps only: no readable config.toml beside " +
-                std::filesystem::path(metrics_tsv_path).filename().string() + ", so the true peak may lie between them";
+  if (lang == Lang::Zh) {
+    note << "学习率峰值 " << short_value(peak->second) << "，在第 " << static_cast<std::int64_t>(peak->first) << " 步";
+    note << (from_schedule ? "（按 config.toml 的调度逐步算出；记录的行每 log_every 步才有一行）"
+                           : "，只在记录的步中找：" + file + " 旁边没有可读的 config.toml，真正的峰值可能在它们之间");
+  } else {
+    note << "peak lr " << short_value(peak->second) << " at step " << static_cast<std::int64_t>(peak->first);
+    if (from_schedule)
+      note << " (the config.toml schedule at every step; the logged rows are every log_every steps)";
+    else
+      note << " among the logged steps only: no readable config.toml beside " + file + ", so the true peak may lie between them";
+  }
   svg.begin_group("lr-note");
   svg.text(f.x, f.y + f.h + 48, note.str(), {.size = kTickFont, .fill = "#555555"});
   svg.end_group();
+}
+
+// The curves of a run's metrics rows, named in `lang` (the legend).
+struct CurveSeries {
+  Series train_loss, train_nll, valid_loss, valid_nll, skipped, valid_bleu, test_bleu, lr;
+  std::vector<Series*> all() {
+    return {&train_loss, &train_nll, &valid_loss, &valid_nll, &skipped, &valid_bleu, &test_bleu, &lr};
+  }
+};
+
+CurveSeries curve_series(const std::vector<MetricsRow>& rows, Lang lang) {
+  CurveSeries c{
+      .train_loss = {text(lang, "train loss", "训练损失"), "train-loss", "#1f77b4", Mark::Line, {}},
+      .train_nll = {text(lang, "train NLL", "训练 NLL"), "train-nll", "#ff7f0e", Mark::Line, {}},
+      .valid_loss = {text(lang, "valid loss", "验证损失"), "valid-loss", "#0b3d91", Mark::Dots, {}},
+      .valid_nll = {text(lang, "valid NLL", "验证 NLL"), "valid-nll", "#c44e00", Mark::Dots, {}},
+      .skipped = {text(lang, "skipped step", "跳过的步"), "skipped", "#d62728", Mark::Ticks, {}},
+      .valid_bleu = {text(lang, "valid BLEU", "验证 BLEU"), "valid-bleu", "#2ca02c", Mark::LineDots, {}},
+      .test_bleu = {text(lang, "test BLEU", "测试 BLEU"), "test-bleu", "#d62728", Mark::Diamonds, {}},
+      .lr = {text(lang, "lr logged", "记录的学习率"), "lr", "#9467bd", Mark::Line, {}}};
+  std::int64_t last_train_step = std::numeric_limits<std::int64_t>::min();
+  for (const MetricsRow& r : rows) {
+    if (r.kind == "train") {
+      // A resumed run starts again from its checkpoint: everything logged after that is replaced.
+      if (r.step < last_train_step)
+        for (Series* s : c.all()) s->drop_from(r.step);
+      last_train_step = r.step;
+      c.train_loss.add(r.step, r.loss);
+      c.train_nll.add(r.step, r.nll);
+      c.lr.add(r.step, r.lr);
+    } else if (r.kind == "valid") {
+      c.valid_loss.add(r.step, r.loss);
+      c.valid_nll.add(r.step, r.nll);
+      c.valid_bleu.add(r.step, r.bleu);
+    } else if (r.kind == "test") {
+      c.test_bleu.add(r.step, r.bleu);
+    } else {
+      c.skipped.add(r.step, 0);
+    }
+  }
+  return c;
 }
 
 }  // namespace
 
 // ---- the pictures ----
 
-std::string attention_heatmaps_svg(const std::vector<Heatmap>& maps, int columns, const std::string& title) {
+std::string attention_heatmaps_svg(const std::vector<Heatmap>& maps, int columns, const std::string& title, Lang lang) {
   if (maps.empty()) throw std::invalid_argument("attention_heatmaps_svg: expected at least one map, got none");
   if (columns < 1) throw std::invalid_argument("attention_heatmaps_svg: expected columns >= 1, got " + std::to_string(columns));
   for (std::size_t k = 0; k < maps.size(); ++k) check_heatmap(maps[k], k);
@@ -358,100 +407,76 @@ std::string attention_heatmaps_svg(const std::vector<Heatmap>& maps, int columns
   SvgWriter svg(width, height);
   svg.defs(kMaskedPattern);
   svg.text(kMargin, 26, title, {.size = kTitleFont, .bold = true});
-  svg.text(kMargin, 46, "rows: queries (who is looking) · columns: keys (looked at) · each row sums to 1",
+  svg.text(kMargin, 46,
+           text(lang, "rows: queries (who is looking) · columns: keys (looked at) · each row sums to 1",
+                "行：查询（谁在看）· 列：键（被看的）· 每行之和为 1"),
            {.size = 11.5, .fill = "#555555"});
   for (std::size_t k = 0; k < maps.size(); ++k) {
     const double ox = kMargin + static_cast<double>(k % columns) * g.slot_w;
     const double oy = kTop + static_cast<double>(k / columns) * g.slot_h;
-    draw_heatmap(svg, maps[k], g, ox, oy);
+    draw_heatmap(svg, maps[k], g, ox, oy, lang);
   }
   // Colour bar and the masked swatch, right of the grid.
   const double bx = width - kBarArea + 30, by = kTop + kMapTitleHeight;
   constexpr double kBarHeight = 180;
-  svg.text(bx, by - 8, "weight", {.size = kTickFont, .bold = true});
+  svg.text(bx, by - 8, text(lang, "weight", "权重"), {.size = kTickFont, .bold = true});
   colour_bar(svg, bx, by, kBarHeight, 0, 1, {0, 0.25, 0.5, 0.75, 1}, "attention-bar", viridis);
   svg.rect(bx, by + kBarHeight + 14, 14, 14, {.fill = "url(#masked)", .stroke = "#555555"});
-  svg.text(bx + 21, by + kBarHeight + 25, "masked", {.size = kTickFont});
+  svg.text(bx + 21, by + kBarHeight + 25, text(lang, "masked", "遮蔽"), {.size = kTickFont});
   return svg.finish();
 }
 
-std::string training_curves_svg(const std::string& metrics_tsv_path) {
+std::string training_curves_svg(const std::string& metrics_tsv_path, Lang lang) {
   const std::vector<MetricsRow> rows = read_metrics(metrics_tsv_path);
-
-  Series train_loss{"train loss", "train-loss", "#1f77b4", Mark::Line, {}};
-  Series train_nll{"train NLL", "train-nll", "#ff7f0e", Mark::Line, {}};
-  Series valid_loss{"valid loss", "valid-loss", "#0b3d91", Mark::Dots, {}};
-  Series valid_nll{"valid NLL", "valid-nll", "#c44e00", Mark::Dots, {}};
-  Series skipped{"skipped step", "skipped", "#d62728", Mark::Ticks, {}};
-  Series valid_bleu{"valid BLEU", "valid-bleu", "#2ca02c", Mark::LineDots, {}};
-  Series test_bleu{"test BLEU", "test-bleu", "#d62728", Mark::Diamonds, {}};
-  Series lr{"lr logged", "lr", "#9467bd", Mark::Line, {}};
-  const std::vector<Series*> all = {&train_loss, &train_nll, &valid_loss, &valid_nll, &skipped, &valid_bleu, &test_bleu, &lr};
-
-  std::int64_t last_train_step = std::numeric_limits<std::int64_t>::min();
-  for (const MetricsRow& r : rows) {
-    if (r.kind == "train") {
-      // A resumed run starts again from its checkpoint: everything logged after that is replaced.
-      if (r.step < last_train_step)
-        for (Series* s : all) s->drop_from(r.step);
-      last_train_step = r.step;
-      train_loss.add(r.step, r.loss);
-      train_nll.add(r.step, r.nll);
-      lr.add(r.step, r.lr);
-    } else if (r.kind == "valid") {
-      valid_loss.add(r.step, r.loss);
-      valid_nll.add(r.step, r.nll);
-      valid_bleu.add(r.step, r.bleu);
-    } else if (r.kind == "test") {
-      test_bleu.add(r.step, r.bleu);
-    } else {
-      skipped.add(r.step, 0);
-    }
-  }
+  CurveSeries c = curve_series(rows, lang);
   double max_step = 1;
-  for (const Series* s : all)
+  for (const Series* s : c.all())
     for (const auto& p : s->points) max_step = std::max(max_step, p.first);
 
   constexpr double kLeft = 84, kPlotW = 600, kRight = 150, kPanelH = 190, kGap = 78, kTop = 78;
   SvgWriter svg(kLeft + kPlotW + kRight, kTop + 3 * kPanelH + 3 * kGap - 14);
-  svg.text(kLeft - 60, 28, "Training curves", {.size = kTitleFont, .bold = true});
-  svg.text(kLeft - 60, 46, metrics_tsv_path + " (" + std::to_string(rows.size()) + " rows)",
+  svg.text(kLeft - 60, 28, text(lang, "Training curves", "训练曲线"), {.size = kTitleFont, .bold = true});
+  svg.text(kLeft - 60, 46, metrics_tsv_path + text(lang, " (", "（") + std::to_string(rows.size()) + text(lang, " rows)", " 行）"),
            {.size = 11, .fill = "#555555"});
   const Axis x_axis = make_axis(0, max_step, 8);
   const auto frame_at = [&](int panel, const std::pair<double, double>& range) {
     return Frame{kLeft, kTop + 14 + panel * (kPanelH + kGap), kPlotW, kPanelH, x_axis, make_axis(range.first, range.second)};
   };
+  const std::string step = text(lang, "step", "步");
 
-  const std::vector<const Series*> losses = {&train_loss, &train_nll, &valid_loss, &valid_nll};
+  const std::vector<const Series*> losses = {&c.train_loss, &c.train_nll, &c.valid_loss, &c.valid_nll};
   const Frame f1 = frame_at(0, value_range(losses, false));
-  draw_frame(svg, f1, "step", "loss (nats per token)", "Loss: label-smoothed loss and NLL");
+  draw_frame(svg, f1, step, text(lang, "loss (nats per token)", "损失（每词元 nats）"),
+             text(lang, "Loss: label-smoothed loss and NLL", "损失：标签平滑后的损失与 NLL"));
   for (const Series* s : losses) draw_series(svg, f1, *s);
-  draw_series(svg, f1, skipped);
-  draw_legend(svg, f1, {&train_loss, &train_nll, &valid_loss, &valid_nll, &skipped});
+  draw_series(svg, f1, c.skipped);
+  draw_legend(svg, f1, {&c.train_loss, &c.train_nll, &c.valid_loss, &c.valid_nll, &c.skipped});
   if (std::all_of(losses.begin(), losses.end(), [](const Series* s) { return s->points.empty(); }))
-    no_data(svg, f1, "no loss logged yet");
+    no_data(svg, f1, text(lang, "no loss logged yet", "还没有记录损失"));
 
-  const std::vector<const Series*> bleus = {&valid_bleu, &test_bleu};
+  const std::vector<const Series*> bleus = {&c.valid_bleu, &c.test_bleu};
   const Frame f2 = frame_at(1, value_range(bleus, true));
-  draw_frame(svg, f2, "step", "BLEU", "BLEU on the validation set (and the test set at the end)");
+  draw_frame(svg, f2, step, "BLEU",
+             text(lang, "BLEU on the validation set (and the test set at the end)", "验证集上的 BLEU（最后还有测试集）"));
   for (const Series* s : bleus) draw_series(svg, f2, *s);
   draw_legend(svg, f2, bleus);
-  if (valid_bleu.points.empty() && test_bleu.points.empty()) no_data(svg, f2, "no BLEU measured yet");
+  if (c.valid_bleu.points.empty() && c.test_bleu.points.empty()) no_data(svg, f2, text(lang, "no BLEU measured yet", "还没有测过 BLEU"));
 
-  const Series exact = schedule_series(metrics_tsv_path, lr);
+  Series& lr = c.lr;
+  const Series exact = schedule_series(metrics_tsv_path, lr, lang);
   constexpr std::size_t kMaxDots = 300;  // more logged rows than this stay a line (dots would merge)
   if (!exact.points.empty() && lr.points.size() <= kMaxDots) lr.mark = Mark::Dots;  // samples on the exact curve
   const Frame f3 = frame_at(2, value_range({&lr, &exact}, true));
-  draw_frame(svg, f3, "step", "learning rate", "Learning rate");
+  draw_frame(svg, f3, step, text(lang, "learning rate", "学习率"), text(lang, "Learning rate", "学习率"));
   draw_series(svg, f3, exact);
   draw_series(svg, f3, lr);
   draw_legend(svg, f3, {&exact, &lr});
-  if (lr.points.empty()) no_data(svg, f3, "no learning rate logged yet");
-  lr_note(svg, f3, exact.points.empty() ? lr : exact, !exact.points.empty(), metrics_tsv_path);
+  if (lr.points.empty()) no_data(svg, f3, text(lang, "no learning rate logged yet", "还没有记录学习率"));
+  lr_note(svg, f3, exact.points.empty() ? lr : exact, !exact.points.empty(), metrics_tsv_path, lang);
   return svg.finish();
 }
 
-std::string positional_encoding_svg(const Tensor& table, const std::string& title) {
+std::string positional_encoding_svg(const Tensor& table, const std::string& title, Lang lang) {
   if (!table.defined() || table.dim() != 2 || table.numel() == 0 || !is_floating(table.dtype()))
     throw std::invalid_argument("positional_encoding_svg: expected a non-empty float table of shape (L, D), got " +
                                 (table.defined() ? std::string(dtype_name(table.dtype())) + " " + shape_str(table.shape())
@@ -476,9 +501,10 @@ std::string positional_encoding_svg(const Tensor& table, const std::string& titl
   const double plot_w = cell_w * static_cast<double>(cols), plot_h = cell_h * static_cast<double>(rows);
   SvgWriter svg(std::max(kLeft + plot_w + kBarArea, 480.0), kTop + plot_h + kBottom);
   svg.text(16, 26, title, {.size = kTitleFont, .bold = true});
-  std::string subtitle = "table " + shape_str(table.shape()) + ": row = position, column = embedding dimension";
-  if (rows < L) subtitle += "; showing positions 0-" + std::to_string(rows - 1);
-  if (cols < D) subtitle += "; showing dimensions 0-" + std::to_string(cols - 1);
+  std::string subtitle = text(lang, "table ", "表 ") + shape_str(table.shape()) +
+                         text(lang, ": row = position, column = embedding dimension", "：行 = 位置，列 = 嵌入维度");
+  if (rows < L) subtitle += text(lang, "; showing positions 0-", "；只画出位置 0-") + std::to_string(rows - 1);
+  if (cols < D) subtitle += text(lang, "; showing dimensions 0-", "；只画出维度 0-") + std::to_string(cols - 1);
   svg.text(16, 44, subtitle, {.size = 11.5, .fill = "#555555"});
 
   // The frame is exactly the cells: x from 0 to cols, y from 0 (top) to rows.
@@ -496,14 +522,14 @@ std::string positional_encoding_svg(const Tensor& table, const std::string& titl
                cell_h + kOverlap, {.fill = diverging(x / range).hex()});
     }
   svg.end_group();
-  draw_frame(svg, f, "embedding dimension", "position", "", /*grid=*/false);
+  draw_frame(svg, f, text(lang, "embedding dimension", "嵌入维度"), text(lang, "position", "位置"), "", /*grid=*/false);
   const std::vector<double> bar_ticks = {-range, -range / 2, 0, range / 2, range};
   colour_bar(svg, kLeft + plot_w + 24, kTop, std::min(plot_h, 240.0), -range, range, bar_ticks, "pe-bar", diverging);
   return svg.finish();
 }
 
 std::string line_chart_svg(const std::vector<double>& x, const std::vector<double>& y, const std::string& title,
-                           const std::string& x_label, const std::string& y_label) {
+                           const std::string& x_label, const std::string& y_label, Lang lang) {
   if (x.size() != y.size() || x.empty())
     throw std::invalid_argument("line_chart_svg ('" + title + "'): expected x and y of the same non-zero length, got " +
                                 std::to_string(x.size()) + " and " + std::to_string(y.size()));
@@ -523,20 +549,21 @@ std::string line_chart_svg(const std::vector<double>& x, const std::vector<doubl
   const Frame f{kLeft, kTop, kPlotW, kPlotH, make_axis(x_lo, x_hi, 8), make_axis(y_lo, y_hi)};
   draw_frame(svg, f, x_label, y_label, "");
   draw_series(svg, f, s);
-  if (s.points.empty()) no_data(svg, f, "no finite points");
+  if (s.points.empty()) no_data(svg, f, text(lang, "no finite points", "没有有限值的点"));
   return svg.finish();
 }
 
-std::string positions_svg(const Config& cfg) {
+std::string positions_svg(const Config& cfg, Lang lang) {
   const nn::SinusoidalPositional pe(cfg.model.max_len, cfg.model.d_model);
-  std::string title = "Sinusoidal positions PE[pos, i], max_len " + std::to_string(cfg.model.max_len) + ", d_model " +
-                      std::to_string(cfg.model.d_model);
+  std::string title = text(lang, "Sinusoidal positions PE[pos, i], max_len ", "正弦位置编码 PE[pos, i]，max_len ") +
+                      std::to_string(cfg.model.max_len) + text(lang, ", d_model ", "，d_model ") + std::to_string(cfg.model.d_model);
   if (cfg.model.positional != "sinusoidal")
-    title += " (this config uses " + cfg.model.positional + " positions; shown for comparison)";
-  return positional_encoding_svg(pe.table(), title);
+    title += text(lang, " (this config uses ", "（这个配置用的是 ") + cfg.model.positional +
+             text(lang, " positions; shown for comparison)", " 位置编码；画出来作对比）");
+  return positional_encoding_svg(pe.table(), title, lang);
 }
 
-std::string schedule_svg(const Config& cfg) {
+std::string schedule_svg(const Config& cfg, Lang lang) {
   const Schedule schedule{parse_schedule(cfg.train.schedule), cfg.train.lr, cfg.train.min_lr, cfg.train.warmup_steps,
                           cfg.train.max_steps, cfg.model.d_model};
   constexpr std::int64_t kMaxPoints = 2000;  // enough for a smooth curve in a 600 px plot
@@ -552,11 +579,12 @@ std::string schedule_svg(const Config& cfg) {
     x.push_back(static_cast<double>(s));
     y.push_back(schedule.at(s));
   }
+  const std::string comma = text(lang, ", ", "，");
   std::ostringstream title;
-  title << "Learning-rate schedule: " << cfg.train.schedule << ", lr " << cfg.train.lr << ", warmup "
-        << cfg.train.warmup_steps << ", max_steps " << cfg.train.max_steps;
-  if (cfg.train.schedule == "noam") title << ", d_model " << cfg.model.d_model;
-  return line_chart_svg(x, y, title.str(), "step", "learning rate");
+  title << text(lang, "Learning-rate schedule: ", "学习率调度：") << cfg.train.schedule << comma << "lr " << cfg.train.lr << comma
+        << "warmup " << cfg.train.warmup_steps << comma << "max_steps " << cfg.train.max_steps;
+  if (cfg.train.schedule == "noam") title << comma << "d_model " << cfg.model.d_model;
+  return line_chart_svg(x, y, title.str(), text(lang, "step", "步"), text(lang, "learning rate", "学习率"), lang);
 }
 
 }  // namespace sf::train

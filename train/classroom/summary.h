@@ -17,15 +17,18 @@
 
 #include "nn/module.h"
 #include "nn/transformer_layers.h"
+#include "train/classroom/lang.h"
 #include "train/config.h"
 
 namespace sf::train {
 
-// The whole report as text.
-std::string model_summary(const Config& config, std::int64_t vocab, std::int64_t length, std::int64_t batch);
+// The whole report as text, its headings and captions in `lang` (the formulas, module and config
+// names are the same in both).
+std::string model_summary(const Config& config, std::int64_t vocab, std::int64_t length, std::int64_t batch,
+                          Lang lang = Lang::En);
 
 // The module tree with each module's parameter count (used by model_summary; handy in tests).
-std::string module_tree(const nn::Module& root, const std::string& root_name);
+std::string module_tree(const nn::Module& root, const std::string& root_name, Lang lang = Lang::En);
 
 struct FlopsPerToken {
   double projections = 0;  // linear layers: grows with D² (and D·F, D·V)

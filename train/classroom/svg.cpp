@@ -1,7 +1,8 @@
 // The SVG toolkit (svg.h): text escaping and measuring, colour maps, the writer, axes and frames.
 //
-// Text is UTF-8. A small decoder (next_code_point) walks it one code point at a time, so that
-// escaping can replace invalid bytes and measuring can tell wide (CJK) characters from the rest.
+// Text is UTF-8. lang.h's decoder (next_code_point) walks it one code point at a time, so that
+// escaping can replace invalid bytes and measuring can tell wide (CJK) characters (is_wide) from
+// the rest.
 #include "train/classroom/svg.h"
 
 #include <unistd.h>
@@ -15,43 +16,12 @@
 #include <stdexcept>
 #include <system_error>
 
+#include "train/classroom/lang.h"
+
 namespace sf::train {
 namespace {
 
 constexpr const char* kReplacement = "\xEF\xBF\xBD";  // U+FFFD, the Unicode replacement character
-
-// ---- UTF-8 ----
-
-// Decodes the code point starting at s[i] and advances i past it. Returns false (and advances i
-// by one byte) for an invalid sequence: a stray continuation byte, a truncated sequence, an
-// overlong encoding, a UTF-16 surrogate, or a value above U+10FFFF.
-bool next_code_point(const std::string& s, std::size_t& i, char32_t& cp) {
-  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char b0 = byte(i);
-  int extra;
-  char32_t min_value;
-  if (b0 < 0x80) return cp = b0, ++i, true;
-  if ((b0 & 0xE0) == 0xC0) extra = 1, cp = b0 & 0x1F, min_value = 0x80;
-  else if ((b0 & 0xF0) == 0xE0) extra = 2, cp = b0 & 0x0F, min_value = 0x800;
-  else if ((b0 & 0xF8) == 0xF0) extra = 3, cp = b0 & 0x07, min_value = 0x10000;
-  else return ++i, false;
-  if (i + extra >= s.size()) return ++i, false;  // truncated at the end of the string
-  for (int k = 1; k <= extra; ++k) {
-    if ((byte(i + k) & 0xC0) != 0x80) return ++i, false;
-    cp = (cp << 6) | (byte(i + k) & 0x3F);
-  }
-  if (cp < min_value || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return ++i, false;
-  i += extra + 1;
-  return true;
-}
-
-// Wide characters (CJK, Hangul, kana, full-width forms, emoji) take about 1 em; the rest about
-// 0.6 em. The ranges are the main East Asian Wide blocks of Unicode.
-bool is_wide(char32_t cp) {
-  return (cp >= 0x1100 && cp <= 0x115F) || (cp >= 0x2E80 && cp <= 0xA4CF) || (cp >= 0xAC00 && cp <= 0xD7A3) ||
-         (cp >= 0xF900 && cp <= 0xFAFF) || (cp >= 0xFE30 && cp <= 0xFE4F) || (cp >= 0xFF00 && cp <= 0xFF60) ||
-         (cp >= 0xFFE0 && cp <= 0xFFE6) || (cp >= 0x1F300 && cp <= 0x1FAFF) || (cp >= 0x20000 && cp <= 0x3FFFD);
-}
 
 // ---- numbers ----
 

@@ -3,6 +3,7 @@
 // an encoder-decoder's encoder self-attention, decoder self-attention, cross-attention and an
 // overview of the first two side by side; a decoder-only or encoder-only model's one stack of
 // self-attention (one file). Several files, so the option is --out-dir (--out is always one file).
+// --lang zh writes the figures' titles and captions, and the line before the paths, in Chinese.
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -14,6 +15,7 @@
 
 #include "train/classroom/attention_figures.h"
 #include "train/classroom/svg.h"
+#include "train/cli/cli_util.h"
 #include "train/cli/commands.h"
 #include "train/setup.h"
 
@@ -28,6 +30,7 @@ struct AttentionArgs {
   std::string out_dir;  // "" = the checkpoint's directory
   std::string out;      // refused: attention writes several files
   std::int64_t pad = 0;
+  std::string lang = "auto";  // en | zh | auto (LANG)
 };
 
 // tgt_given: --tgt was on the command line (an empty --tgt is given too).
@@ -38,7 +41,9 @@ int run_attention(const AttentionArgs& a, bool tgt_given, bool out_given) {
   if (!a.out_dir.empty() && fs::exists(dir) && !fs::is_directory(dir))
     throw std::invalid_argument("attention: --out-dir " + a.out_dir + " is a file; --out-dir names a directory to write into");
   const train::InferenceModel im = train::load_inference_model(a.checkpoint);
-  const auto fig = train::attention_figures(im, a.src, tgt_given ? std::optional<std::string>(a.tgt) : std::nullopt, a.pad);
+  const train::Lang lang = chinese_output(a.lang) ? train::Lang::Zh : train::Lang::En;
+  const auto fig =
+      train::attention_figures(im, a.src, tgt_given ? std::optional<std::string>(a.tgt) : std::nullopt, a.pad, lang);
   train::make_output_dir(dir.string(), "attention");
   const std::vector<std::pair<const char*, const std::string*>> files = {
       {"attention_overview.svg", &fig.overview_svg},          // encoder beside decoder self-attention
@@ -46,7 +51,9 @@ int run_attention(const AttentionArgs& a, bool tgt_given, bool out_given) {
       {"self_attention.svg", &fig.self_svg},                  // causal (or the single stack's)
       {"cross_attention.svg", &fig.cross_svg}};
   if (!fig.translation.empty() || fig.teacher_forced)
-    std::cout << (fig.teacher_forced ? "target (teacher-forced): " : "translation (greedy): ") << fig.translation << "\n";
+    std::cout << (fig.teacher_forced ? train::text(lang, "target (teacher-forced): ", "目标句（教师强制）：")
+                                     : train::text(lang, "translation (greedy): ", "译文（贪心解码）："))
+              << fig.translation << "\n";
   for (const auto& [name, svg] : files) {
     if (svg->empty()) continue;  // a single stack has one figure
     const std::string path = (dir / name).string();
@@ -75,6 +82,7 @@ Command add_attention_command(CLI::App& app) {
                   "Directory for attention_overview.svg, encoder_self_attention.svg, self_attention.svg and "
                   "cross_attention.svg (default: the checkpoint's)");
   cmd->add_option("--out", a->out, "Not for attention (it writes several files): use --out-dir")->group("");
+  add_lang_option(*cmd, a->lang);
   return {cmd, [a, cmd] { return run_attention(*a, cmd->count("--tgt") > 0, cmd->count("--out") > 0); }};
 }
 

@@ -1,11 +1,13 @@
 // `scratchformer explain-batch --config FILE`: one real training batch as text: tokens, decoder
-// input and target (teacher forcing), masks, counts (train/classroom/explain_batch.h).
+// input and target (teacher forcing), masks, counts (train/classroom/explain_batch.h), with headings
+// in English or Chinese (--lang).
 #include <iostream>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "train/classroom/explain_batch.h"
+#include "train/cli/cli_util.h"
 #include "train/cli/commands.h"
 #include "train/config.h"
 
@@ -17,11 +19,13 @@ struct ExplainArgs {
   std::string config;
   std::vector<std::string> overrides;  // --set section.key=value
   train::ExplainOptions options;
+  std::string lang = "auto";  // en | zh | auto (LANG)
 };
 
 int run_explain_batch(const ExplainArgs& a) {
   const train::Config cfg = train::load_config(a.config, a.overrides);
-  std::cout << train::explain_batch(cfg, a.options, std::cerr);
+  const train::Lang lang = chinese_output(a.lang) ? train::Lang::Zh : train::Lang::En;
+  std::cout << train::explain_batch(cfg, a.options, std::cerr, lang);
   return 0;
 }
 
@@ -38,6 +42,7 @@ Command add_explain_batch_command(CLI::App& app) {
                 "A run without a tokenizer: train it into run.dir (which `train` then reuses) instead of the cache "
                 "outside the project ($XDG_CACHE_HOME/scratchformer, default ~/.cache/scratchformer)");
   cmd->add_option("--set", a->overrides, "Override a config key: section.key=value (repeatable)");
+  add_lang_option(*cmd, a->lang);
   return {cmd, [a] { return run_explain_batch(*a); }};
 }
 

@@ -2,7 +2,7 @@
 // modules and float32 fast paths against their float64 reference (the suite:
 // train/classroom/gradcheck_suite.h) as a table; exit status 1 on a failure. An entry that
 // throws (an exercise stub: "exercise: implement ...") is a FAIL row with its message, and the
-// entries after it still run.
+// entries after it still run. --lang zh prints the rule, the headings and the summary in Chinese.
 #include <algorithm>
 #include <iostream>
 #include <memory>
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "train/classroom/gradcheck_suite.h"
+#include "train/cli/cli_util.h"
 #include "train/cli/commands.h"
 
 namespace sf::cli {
@@ -20,6 +21,7 @@ namespace {
 struct GradcheckArgs {
   std::string module = "all";  // an entry, a topic or "all"
   bool list = false;
+  std::string lang = "auto";  // en | zh | auto (LANG)
 };
 
 // The suite's entries named by `module` (an entry, a topic or "all") as a table.
@@ -41,7 +43,8 @@ int run_gradcheck(const GradcheckArgs& a) {
     throw std::invalid_argument("gradcheck: unknown module '" + a.module + "'; valid: all, " + train::gradcheck_names() +
                                 " (or a topic: " + topic_list + ")");
   }
-  return train::run_gradcheck_table(entries, std::cout) ? 0 : 1;
+  const train::Lang lang = chinese_output(a.lang) ? train::Lang::Zh : train::Lang::En;
+  return train::run_gradcheck_table(entries, std::cout, {}, lang) ? 0 : 1;
 }
 
 }  // namespace
@@ -53,6 +56,7 @@ Command add_gradcheck_command(CLI::App& app) {
       "status 1 on a failure)");
   cmd->add_option("--module", a->module, "A check (see --list), a topic such as attention, or all (default)");
   cmd->add_flag("--list", a->list, "List the checks with a one-line description each");
+  add_lang_option(*cmd, a->lang);
   return {cmd, [a] { return run_gradcheck(*a); }};
 }
 

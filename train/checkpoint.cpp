@@ -182,7 +182,6 @@ ModelCheckpoint load_model_checkpoint(const std::string& path) {
     throw CheckpointError(path + ": metadata has a negative step or vocabulary size");
   for (auto& [name, t] : f.tensors)
     if (name.rfind(kOptimizerPrefix, 0) != 0) c.model.emplace(name, t);
-  c.checksum_verified = f.checksum_verified;
   return c;
 }
 

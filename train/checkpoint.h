@@ -68,7 +68,6 @@ struct ModelCheckpoint {
   std::string config_toml;              // metadata "config"
   std::int64_t src_vocab = 0, tgt_vocab = 0;  // 0: not recorded (the tokenizer's sizes are used)
   std::int64_t step = 0;                // training steps behind the weights; 0: not recorded
-  bool checksum_verified = true;        // false: an external file without a checksum
 };
 
 // Reads a checkpoint for inference: requires "config" (CheckpointError naming the path and the key

@@ -199,6 +199,19 @@ MultiHeadAttention::MultiHeadAttention(std::int64_t d_model_, std::int64_t n_hea
   out_proj = register_module("out_proj", std::make_shared<Linear>(n_heads * head_dim, d_model, init_gen, true, dtype));
 }
 
+void MultiHeadAttention::fill_static_cache(const Tensor& x_kv, KVCache& cache) const {
+  if (!cache.is_static) throw std::invalid_argument("MultiHeadAttention::fill_static_cache: expected a static cache");
+  if (!x_kv.defined() || x_kv.dim() != 3 || x_kv.size(2) != d_model)
+    throw std::invalid_argument("MultiHeadAttention::fill_static_cache: expected x_kv of shape (B,Tk," +
+                                std::to_string(d_model) + "), got " +
+                                (x_kv.defined() ? shape_str(x_kv.shape()) : std::string("an undefined tensor")));
+  Tensor k = split_heads(k_proj->forward(x_kv), n_kv_heads, head_dim);  // (B,Hkv,Tk,Dh)
+  const Tensor v = split_heads(v_proj->forward(x_kv), n_kv_heads, head_dim);
+  if (pos == PositionInAttention::RoPE) k = apply_rope(k, 0);  // as forward: keys at 0..Tk-1
+  cache.reset();
+  append_to_cache(cache, k, v);
+}
+
 // x_q: (B,Tq,D), x_kv: (B,Tk,D) -> (B,Tq,D)
 Tensor MultiHeadAttention::forward(const Tensor& x_q, const Tensor& x_kv, const Tensor& mask, KVCache* cache,
                                    std::int64_t q_start, bool causal_positions) const {

@@ -123,6 +123,11 @@ class MultiHeadAttention : public Module {
   Tensor forward(const Tensor& x_q, const Tensor& x_kv, const Tensor& mask, KVCache* cache = nullptr,
                  std::int64_t q_start = 0, bool causal_positions = false) const;
 
+  // Cross-attention's prefill: the keys and values of x_kv (B,Tk,D) into the static cache
+  // (emptied first), k and v (B,Hkv,Tk,Dh): what forward computes on its first call with an
+  // empty static cache, done before the first decoding step.
+  void fill_static_cache(const Tensor& x_kv, KVCache& cache) const;
+
   std::int64_t d_model, n_heads, n_kv_heads, head_dim;
   double dropout;
   PositionInAttention pos;

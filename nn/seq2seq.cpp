@@ -142,6 +142,10 @@ std::unique_ptr<DecodeState> Seq2SeqTransformer::start_decoding(const Tensor& sr
   auto state = std::make_unique<EncoderDecoderState>();
   state->enc = encode(src);  // memory: (B,S,D), read once
   state->cache = new_cache();
+  // every decoder layer projects the memory into its cross-attention keys and values once:
+  // with the encoder, the prefill (the steps then only read them)
+  for (std::size_t l = 0; l < state->cache.layers.size(); ++l)
+    (*decoder->layers)[l].cross_attn->fill_static_cache(state->enc.memory, state->cache.layers[l].cross);
   state->bos = full({src.size(0), 1}, static_cast<double>(cfg_.bos_id), Dtype::Int64);
   return state;
 }

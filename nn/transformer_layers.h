@@ -130,7 +130,8 @@ class EncoderLayer : public Module {
 // The keys and values one decoder layer keeps between decoding steps.
 struct LayerCache {
   KVCache self;   // masked self-attention: grows by one position per step
-  KVCache cross;  // cross-attention: the projected encoder output, computed on the first step
+  KVCache cross;  // cross-attention: the projected encoder output, filled by start_decoding (the prefill)
+                  // or else on the first step
   LayerCache() { cross.is_static = true; }
 };
 

@@ -91,6 +91,20 @@ TEST_CASE("config mistakes through the program exit 2 with one line and create n
   }
 }
 
+TEST_CASE("bf16 on a CPU without bf16 units exits 2 with one line naming what is missing", "[errors][bf16][cli]") {
+  // SCRATCHFORMER_BF16_UNITS=none hides the units (cpu_features.h), so this runs on every CPU
+  TempDir tmp;
+  const std::string run = tmp / "run";
+  ::setenv("SCRATCHFORMER_BF16_UNITS", "none", 1);
+  const CliResult train = run_cli(train_args(small_reverse_run(tmp, run, {"train.precision=bf16"})), tmp);
+  const CliResult translate = run_cli("translate --precision bf16 --checkpoint " + quoted(tmp / "none.safetensors"), tmp);
+  ::unsetenv("SCRATCHFORMER_BF16_UNITS");
+  check_one_line_error(train, {"train.precision = \"bf16\" needs a CPU with bf16 matrix units, AMX-BF16 or AVX512-BF16",
+                               "SCRATCHFORMER_BF16_UNITS=none", "Use float32"});
+  CHECK_FALSE(fs::exists(run));  // refused before anything was written
+  check_one_line_error(translate, {"--precision bf16 needs a CPU with bf16 matrix units"});
+}
+
 // ---- corpora --------------------------------------------------------------------------------
 
 TEST_CASE("a 10 MB single line in the training corpus is filtered with a count", "[errors][corpus]") {

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "autograd/generator.h"
+#include "autograd/runtime/cpu_features.h"
 #include "nn/model.h"
 #include "nn/seq2seq.h"
 #include "test_util.h"
@@ -142,7 +143,12 @@ const std::vector<std::string> kJsonFields = {
     "tokens_per_s", "gflops", "sgemm_shape", "sgemm_gflops", "mfu", "gemm_calls", "floor_ms", "step_over_floor",
     "rss_start_mib", "rss_peak_mib", "decode_model", "decode_sentences", "greedy_cache_sent_per_s",
     "greedy_nocache_sent_per_s", "beam4_cache_sent_per_s", "beam4_nocache_sent_per_s", "greedy_tokens",
-    "beam4_tokens"};
+    "beam4_tokens", "bf16_unit", "bf16_step_ms", "bf16_step_ms_min", "bf16_step_ms_max", "bf16_loss",
+    "bf16_tokens_per_s", "greedy_prefill_ms", "greedy_decode_ms", "beam4_prefill_ms", "beam4_decode_ms"};
+// Then scratchformer's own fields (no PyTorch counterpart).
+const std::vector<std::string> kOwnJsonFields = {"bf16_kernel", "bf16_gemm_gflops", "bf16_floor_ms",
+                                                 "bf16_step_over_floor", "bf16_greedy_cache_sent_per_s",
+                                                 "bf16_beam4_cache_sent_per_s"};
 
 // Runs f with std::cout captured; returns what it printed.
 template <class F>
@@ -277,13 +283,35 @@ TEST_CASE("bench run_bench prints a table and a JSON line with every field", "[b
   CHECK_THAT(out, Catch::Contains("step / floor"));
   CHECK_THAT(out, Catch::Contains("beam 4, no cache"));
   const std::string last_line = out.substr(out.rfind('\n', out.size() - 2) + 1);
-  const nlohmann::json j = nlohmann::json::parse(last_line);
-  for (const std::string& field : kJsonFields) {
-    INFO("field " << field);
-    REQUIRE(j.contains(field));
-    CHECK(!j[field].is_null());
+  const nlohmann::ordered_json j = nlohmann::ordered_json::parse(last_line);
+  // the bf16 fields are null on a CPU without bf16 units, and only then
+  const bool bf16 = sf::bf16_unit() != sf::Bf16Unit::None;
+  for (const auto* fields : {&kJsonFields, &kOwnJsonFields})
+    for (const std::string& field : *fields) {
+      INFO("field " << field);
+      REQUIRE(j.contains(field));
+      CHECK(j[field].is_null() == (!bf16 && field.rfind("bf16_", 0) == 0));
+    }
+  CHECK(j.size() == kJsonFields.size() + kOwnJsonFields.size());
+  // the order: the shared fields first, as tools/bench_pytorch.py prints them
+  std::size_t i = 0;
+  for (auto it = j.begin(); it != j.end() && i < kJsonFields.size(); ++it, ++i) CHECK(it.key() == kJsonFields[i]);
+  if (bf16) {
+    CHECK_THAT(out, Catch::Contains("training step, bf16"));
+    CHECK(j["bf16_unit"] == sf::bf16_unit_name(sf::bf16_unit()));
+    for (const char* positive : {"bf16_step_ms", "bf16_tokens_per_s", "bf16_gemm_gflops", "bf16_floor_ms",
+                                 "bf16_greedy_cache_sent_per_s", "bf16_beam4_cache_sent_per_s"}) {
+      INFO("field " << positive);
+      CHECK(j[positive].get<double>() > 0);
+    }
+  } else {
+    CHECK_THAT(out, Catch::Contains("bf16: not measured, this CPU has no bf16 matrix units"));
   }
-  CHECK(j.size() == kJsonFields.size());
+  // prefill + decode: both phases took time
+  for (const char* positive : {"greedy_prefill_ms", "greedy_decode_ms", "beam4_prefill_ms", "beam4_decode_ms"}) {
+    INFO("field " << positive);
+    CHECK(j[positive].get<double>() > 0);
+  }
   CHECK(j["tool"] == "scratchformer");
   CHECK(j["steps"] == 2);
   CHECK(j["batch"] == 3);
@@ -312,8 +340,9 @@ TEST_CASE("bench run_bench prints a table and a JSON line with every field", "[b
     const std::string only = capture_stdout([&] { train::run_bench(cfg, opt); });
     CHECK(std::count(only.begin(), only.end(), '\n') == 1);
     const nlohmann::json k = nlohmann::json::parse(only);
-    CHECK(k.size() == kJsonFields.size());
+    CHECK(k.size() == kJsonFields.size() + kOwnJsonFields.size());
     CHECK(k["decode_model"] == "none");
+    CHECK(k["greedy_prefill_ms"].is_null());
     CHECK(k["greedy_cache_sent_per_s"].is_null());
   }
 }

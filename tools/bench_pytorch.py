@@ -2,8 +2,9 @@
 """bench_pytorch: the PyTorch side of `scratchformer bench` (train/bench/bench.h).
 
 Builds the same reference model and batch in PyTorch and prints the same fields: a table and
-one JSON line (the field names of scratchformer's JSON line, plus torch_threads, blas_threads
-and settings). Needs nothing beyond Debian's python3-torch (Python 3.11 for tomllib):
+one JSON line (the field names of scratchformer's JSON line, plus torch_threads, blas_threads,
+decode_torch_threads, decode_blas_threads, decode_cache_max_abs_diff, bf16_torch_threads,
+bf16_settings and settings). Needs nothing beyond Debian's python3-torch (Python 3.11 for tomllib):
 
     /usr/bin/python3 tools/bench_pytorch.py --config configs/bench.toml [--steps N] [--warmup N]
         [--decode-sentences N] [--json]
@@ -26,6 +27,15 @@ is reported. Decoding picks its own: each setting decodes one greedy batch (a pr
 fastest decodes everything, in one more fresh subprocess (its small products can lose badly to
 a second thread on a loaded machine).
 
+bf16: after the float32 settings, the same step under torch.autocast("cpu", dtype=torch.bfloat16)
+(forward and loss inside the autocast block, backward, clip and Adam outside, as PyTorch
+documents; the weights, gradients and Adam state stay float32), again in fresh subprocesses, torch
+threads 1 and 2 with OPENBLAS_NUM_THREADS=1 (the bf16 products go through oneDNN, not OpenBLAS);
+the faster is PyTorch's bf16 figure (bf16_step_ms, bf16_tokens_per_s; tokens_per_s and the rest stay
+the float32 ones). Only on a CPU with bf16 units, read from the /proc/cpuinfo flags: bf16_unit is
+"amx-bf16" with amx_bf16 and amx_tile, else "avx512-bf16" with avx512_bf16; without either the bf16
+settings are skipped (one line on stderr) and the bf16 fields are null.
+
 The same yardsticks as scratchformer: FLOPs from the same count (training_step_flops below is
 train/bench/bench.cpp's, line for line); cblas_sgemm GFLOP/s on the largest product and the BLAS
 floor, timed by calling cblas_sgemm of libblas.so.3 (the OpenBLAS torch itself links) through
@@ -44,7 +54,11 @@ never generated, length penalty 1.0), with a KV cache (written here against the 
 weights) and without (the whole prefix decoded again and every position projected, the last
 kept, as scratchformer's decode.cpp does). The cached step is checked against the uncached
 decoder once (decode_cache_max_abs_diff). A random model rarely emits EOS, so compare the
-tokens/s as well as the sentences/s.
+tokens/s as well as the sentences/s. With the KV cache, each batch's time is split in two
+(time.perf_counter around each, summed over the batches, in milliseconds: greedy_prefill_ms,
+greedy_decode_ms, beam4_prefill_ms, beam4_decode_ms): the prefill, done once per batch (the encoder
+over the sources, then every decoder layer's cross-attention K/V from its output), and the decode
+(the decoder steps, one token each against the self-attention cache, with the beam bookkeeping).
 """
 
 import argparse
@@ -66,6 +80,7 @@ DECODE_BEAM = 4
 MIN_TIMED_RUNS = 5  # sgemm and floor: at least this many timed runs
 GEMM_WARMUP_RUNS = 2
 SETTINGS = [(1, 1), (1, 2), (2, 1), (2, 2)]  # (torch threads, OpenBLAS threads)
+BF16_SETTINGS = [(1, 1), (2, 1)]  # bf16 autocast: the products go through oneDNN, so OpenBLAS gets 1
 
 
 # ---- the config --------------------------------------------------------------------------
@@ -201,6 +216,26 @@ def cpu_model():
     return "unknown"
 
 
+def cpu_flags():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def bf16_unit(flags):
+    """The CPU's bf16 unit: "amx-bf16", "avx512-bf16", or None (no bf16 instructions)."""
+    if {"amx_bf16", "amx_tile"} <= flags:
+        return "amx-bf16"
+    if "avx512_bf16" in flags:
+        return "avx512-bf16"
+    return None
+
+
 def rss_now_mib():
     with open("/proc/self/statm") as f:
         resident = int(f.read().split()[1])
@@ -308,10 +343,17 @@ def worker_train(args):
     V = m["vocab"]
     src, tgt_in, tgt_out = (torch.randint(FIRST_WORD, V, (B, L), generator=gen) for _ in range(3))
 
-    def step():
+    def forward_loss():
         logits = model(src, tgt_in)  # (B,T,V)
-        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, V), tgt_out.reshape(-1), ignore_index=PAD,
+        return torch.nn.functional.cross_entropy(logits.reshape(-1, V), tgt_out.reshape(-1), ignore_index=PAD,
                                                  label_smoothing=t["label_smoothing"])
+
+    def step():
+        if args.bf16:  # autocast: the forward and the loss only; backward, clip and Adam outside
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                loss = forward_loss()
+        else:
+            loss = forward_loss()
         loss.backward()
         value = loss.item()
         torch.nn.utils.clip_grad_norm_(model.parameters(), t["clip_norm"])
@@ -327,6 +369,12 @@ def worker_train(args):
             times.append(time.perf_counter() - start)
     rss_peak = peak_rss_mib()
     del model, opt
+    step_s = statistics.median(times)
+    if args.bf16:  # the step only: the sgemm yardsticks are float32's
+        print(json.dumps(dict(torch_threads=args.torch_threads,
+                              blas_threads=int(os.environ.get("OPENBLAS_NUM_THREADS", "0")), step_s=step_s,
+                              step_min_s=min(times), step_max_s=max(times), loss=loss)))
+        return
 
     # sgemm on the largest product, and the BLAS floor (the scratchformer step's sgemm list)
     gemms = training_step_gemms(m, B, L, L)
@@ -358,7 +406,6 @@ def worker_train(args):
     overhead_s = median_seconds(lambda: [run(tiny) for _ in range(1000)], 1, 5) / 1000 * calls
 
     flops = training_step_flops(m, B, L, L)
-    step_s = statistics.median(times)
     print(json.dumps(dict(
         torch_threads=args.torch_threads, blas_threads=int(os.environ.get("OPENBLAS_NUM_THREADS", "0")),
         params=params, flops=flops, step_s=step_s, step_min_s=min(times), step_max_s=max(times), loss=loss,
@@ -400,7 +447,7 @@ def worker_decode(args):
     def qkv(attn, x, which):  # the q, k or v projection of nn.MultiheadAttention's packed weight
         return F.linear(x, attn.in_proj_weight[which * D:(which + 1) * D], attn.in_proj_bias[which * D:(which + 1) * D])
 
-    def decode_step(tokens, position, memory, pad, cache):  # tokens (R,1) -> logits (R,V); fills cache
+    def decode_step(tokens, position, pad, cache):  # tokens (R,1) -> logits (R,V); appends to the self-attn cache
         x = model.embed_tokens(tokens, position)
         blocked = pad.view(pad.size(0), 1, 1, -1)
         for i, layer in enumerate(model.decoder.layers):  # post-LN: x = norm(x + sublayer(x))
@@ -410,8 +457,6 @@ def worker_decode(args):
             c["v"] = v if c["v"] is None else torch.cat([c["v"], v], 2)
             a = attend(heads(qkv(layer.self_attn, x, 0)), c["k"], c["v"])
             x = layer.norm1(x + layer.self_attn.out_proj(a))
-            if c["mk"] is None:  # cross-attention keys and values: once, from the encoder output
-                c["mk"], c["mv"] = heads(qkv(layer.multihead_attn, memory, 1)), heads(qkv(layer.multihead_attn, memory, 2))
             a = attend(heads(qkv(layer.multihead_attn, x, 0)), c["mk"], c["mv"], blocked)
             x = layer.norm2(x + layer.multihead_attn.out_proj(a))
             x = layer.norm3(x + layer.linear2(F.relu(layer.linear1(x))))
@@ -420,7 +465,7 @@ def worker_decode(args):
     def next_logits(prefixes, memory, pad, cache, use_cache):
         if use_cache:
             last = torch.tensor([[p[-1]] for p in prefixes])
-            return decode_step(last, len(prefixes[0]) - 1, memory, pad, cache)
+            return decode_step(last, len(prefixes[0]) - 1, pad, cache)
         return model.decode(torch.tensor(prefixes), memory, pad)[:, -1]  # every position projected, as scratchformer
 
     def allowed(logits):
@@ -431,11 +476,24 @@ def worker_decode(args):
     def new_cache():
         return [dict(k=None, v=None, mk=None, mv=None) for _ in model.decoder.layers]
 
-    def greedy(src, use_cache):
+    def prefill(src, K, use_cache):  # src (B,S) -> memory (B K,S,D), pad (B K,S), cache (cross K/V filled)
+        memory, pad = model.encode(src)
+        if K > 1:  # beam search: each source's rows repeated for its K hypotheses
+            memory, pad = memory.repeat_interleave(K, 0), pad.repeat_interleave(K, 0)
+        cache = new_cache()
+        if use_cache:  # cross-attention keys and values: once, from the encoder output, (B K,H,S,Dh) per layer
+            for layer, c in zip(model.decoder.layers, cache):
+                attn = layer.multihead_attn
+                c["mk"], c["mv"] = heads(qkv(attn, memory, 1)), heads(qkv(attn, memory, 2))
+        return memory, pad, cache
+
+    def greedy(src, use_cache, clock):  # clock: prefill and decode seconds, added to
         B = src.size(0)
         limits = [limit_of(int(n)) for n in (src != PAD).sum(1)]
-        memory, pad = model.encode(src)
-        cache, prefixes, out, done = new_cache(), [[BOS] for _ in range(B)], [[] for _ in range(B)], [False] * B
+        t0 = time.perf_counter()
+        memory, pad, cache = prefill(src, 1, use_cache)
+        t1 = time.perf_counter()
+        prefixes, out, done = [[BOS] for _ in range(B)], [[] for _ in range(B)], [False] * B
         for _ in range(max(limits)):
             best = allowed(next_logits(prefixes, memory, pad, cache, use_cache)).argmax(1).tolist()
             for b in range(B):
@@ -448,14 +506,17 @@ def worker_decode(args):
                 prefixes[b].append(best[b])
             if all(done):
                 break
+        clock["prefill"] += t1 - t0
+        clock["decode"] += time.perf_counter() - t1
         return out
 
-    def beam_search(src, K, use_cache, alpha=1.0):
+    def beam_search(src, K, use_cache, clock, alpha=1.0):  # clock: prefill and decode seconds, added to
         B = src.size(0)
         limits = [limit_of(int(n)) for n in (src != PAD).sum(1)]
-        memory, pad = model.encode(src)
-        memory, pad = memory.repeat_interleave(K, 0), pad.repeat_interleave(K, 0)
-        cache, prefixes = new_cache(), [[BOS] for _ in range(B * K)]
+        t0 = time.perf_counter()
+        memory, pad, cache = prefill(src, K, use_cache)
+        t1 = time.perf_counter()
+        prefixes = [[BOS] for _ in range(B * K)]
         scores = torch.full((B * K,), float("-inf"))
         scores[::K] = 0.0
         finished, done = [[] for _ in range(B)], [False] * B
@@ -498,22 +559,25 @@ def worker_decode(args):
                 index = torch.tensor(from_row)
                 for c in cache:
                     c["k"], c["v"] = c["k"].index_select(0, index), c["v"].index_select(0, index)
+        clock["prefill"] += t1 - t0
+        clock["decode"] += time.perf_counter() - t1
         return [max(f, key=lambda x: x[0])[1] if f else [] for f in finished]
 
     def time_decoding(beam, use_cache):
         order = sorted(range(len(sources)), key=lambda i: len(sources[i]))  # stable, as translate_all
-        seconds, tokens, outputs = 0.0, 0, {}
+        seconds, tokens, outputs, clock = 0.0, 0, {}, dict(prefill=0.0, decode=0.0)
         for start in range(0, len(order), DECODE_BATCH):
             rows = [sources[i] for i in order[start:start + DECODE_BATCH]]
             width = max(len(r) for r in rows)
             src = torch.tensor([r + [PAD] * (width - len(r)) for r in rows])
             t0 = time.perf_counter()
             with torch.no_grad():
-                out = greedy(src, use_cache) if beam == 1 else beam_search(src, beam, use_cache)
+                out = greedy(src, use_cache, clock) if beam == 1 else beam_search(src, beam, use_cache, clock)
             seconds += time.perf_counter() - t0
             tokens += sum(len(o) for o in out)
             outputs.update(zip(order[start:start + DECODE_BATCH], map(tuple, out)))
-        return dict(seconds=seconds, sentences=len(sources), tokens=tokens), outputs
+        return dict(seconds=seconds, prefill_seconds=clock["prefill"], decode_seconds=clock["decode"],
+                    sentences=len(sources), tokens=tokens), outputs
 
     if args.probe:  # choosing the thread setting: greedy with the cache on the first batch
         sources = sources[:DECODE_BATCH]
@@ -523,12 +587,10 @@ def worker_decode(args):
     # the cached step written here against nn.TransformerDecoder's uncached forward, on a random prefix
     gen = torch.Generator().manual_seed(t["seed"])
     with torch.no_grad():
-        src = torch.tensor([sources[0]])
-        memory, pad = model.encode(src)
+        memory, pad, cache = prefill(torch.tensor([sources[0]]), 1, True)
         prefix = [BOS] + torch.randint(FIRST_WORD, m["vocab"], (6,), generator=gen).tolist()
         full = model.decode(torch.tensor([prefix]), memory, pad)[0]  # (T,V)
-        cache = new_cache()
-        cache_diff = max(float((decode_step(torch.tensor([[tok]]), i, memory, pad, cache)[0] - full[i]).abs().max())
+        cache_diff = max(float((decode_step(torch.tensor([[tok]]), i, pad, cache)[0] - full[i]).abs().max())
                          for i, tok in enumerate(prefix))
 
     result = {"cache_max_abs_diff": cache_diff}
@@ -548,16 +610,17 @@ def worker_decode(args):
 
 # ---- the parent: settings, the best one, the report -----------------------------------------
 
-def run_worker(args, kind, torch_threads, blas_threads, probe=False):
+def run_worker(args, kind, torch_threads, blas_threads, probe=False, bf16=False):
     env = dict(os.environ, OPENBLAS_NUM_THREADS=str(blas_threads))
     cmd = [sys.executable, os.path.abspath(__file__), "--config", args.config, "--worker", kind,
            "--torch-threads", str(torch_threads), "--steps", str(args.steps), "--warmup", str(args.warmup),
            "--batch", str(args.batch), "--length", str(args.length), "--decode-sentences", str(args.decode_sentences)]
     cmd += ["--probe"] if probe else []
+    cmd += ["--bf16"] if bf16 else []
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if proc.returncode != 0:
-        sys.exit(f"bench_pytorch: the {kind} worker ({torch_threads} torch / {blas_threads} OpenBLAS threads) "
-                 f"failed:\n{proc.stderr.strip()}")
+        sys.exit(f"bench_pytorch: the {'bf16 ' if bf16 else ''}{kind} worker ({torch_threads} torch / "
+                 f"{blas_threads} OpenBLAS threads) failed:\n{proc.stderr.strip()}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
@@ -574,6 +637,7 @@ def main():
     p.add_argument("--worker", choices=["train", "decode"], help=argparse.SUPPRESS)
     p.add_argument("--torch-threads", type=int, default=1, help=argparse.SUPPRESS)
     p.add_argument("--probe", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--bf16", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.steps < 1 or args.warmup < 0 or args.decode_sentences < 0:
         sys.exit("bench_pytorch: --steps must be >= 1, --warmup and --decode-sentences >= 0")
@@ -592,6 +656,18 @@ def main():
             print(f"  torch {torch_threads} / OpenBLAS {blas_threads} threads: step {r['step_s'] * 1e3:.1f} ms",
                   file=sys.stderr, flush=True)
     best = min(settings, key=lambda r: r["step_s"])
+    unit, bf16_settings = bf16_unit(cpu_flags()), []
+    if unit:
+        for torch_threads, blas_threads in BF16_SETTINGS:
+            r = run_worker(args, "train", torch_threads, blas_threads, bf16=True)
+            bf16_settings.append(r)
+            if not args.json:
+                print(f"  bf16 autocast, torch {torch_threads} / OpenBLAS {blas_threads} threads: "
+                      f"step {r['step_s'] * 1e3:.1f} ms", file=sys.stderr, flush=True)
+    else:
+        print("bench_pytorch: bf16 skipped: the CPU has no AVX512-BF16 or AMX-BF16 (neither avx512_bf16 nor "
+              "amx_bf16 in /proc/cpuinfo flags); the bf16 fields are null", file=sys.stderr, flush=True)
+    bf16 = min(bf16_settings, key=lambda r: r["step_s"]) if bf16_settings else None
     dec, dec_setting = None, None
     if args.decode_sentences > 0:
         # decoding has its own best setting (small products: extra threads can cost more than they
@@ -612,6 +688,12 @@ def main():
     def rate(name):
         return rounded(dec[name]["sentences"] / dec[name]["seconds"], 2) if dec else None
 
+    def phase_ms(name, phase):  # phase: prefill or decode, summed over the batches
+        return rounded(dec[name][phase + "_seconds"] * 1e3, 2) if dec else None
+
+    def bf16_ms(key):
+        return rounded(bf16[key] * 1e3, 2) if bf16 else None
+
     j = {
         "tool": "pytorch", "config": args.config, "cpu": cpu_model(), "threads": best["torch_threads"],
         "load_avg_start": rounded(load_start, 2), "load_avg_end": rounded(load_end, 2),
@@ -629,9 +711,19 @@ def main():
         "beam4_cache_sent_per_s": rate("beam4_cache"), "beam4_nocache_sent_per_s": rate("beam4_nocache"),
         "greedy_tokens": dec["greedy_cache"]["tokens"] if dec else None,
         "beam4_tokens": dec["beam4_cache"]["tokens"] if dec else None,
+        "bf16_unit": unit if bf16 else None, "bf16_step_ms": bf16_ms("step_s"),
+        "bf16_step_ms_min": bf16_ms("step_min_s"), "bf16_step_ms_max": bf16_ms("step_max_s"),
+        "bf16_loss": rounded(bf16["loss"], 4) if bf16 else None,
+        "bf16_tokens_per_s": rounded(args.batch * args.length / bf16["step_s"], 1) if bf16 else None,
+        "greedy_prefill_ms": phase_ms("greedy_cache", "prefill"),
+        "greedy_decode_ms": phase_ms("greedy_cache", "decode"),
+        "beam4_prefill_ms": phase_ms("beam4_cache", "prefill"), "beam4_decode_ms": phase_ms("beam4_cache", "decode"),
         "torch_threads": best["torch_threads"], "blas_threads": best["blas_threads"],
         "decode_torch_threads": dec_setting[0] if dec else None, "decode_blas_threads": dec_setting[1] if dec else None,
         "decode_cache_max_abs_diff": dec["cache_max_abs_diff"] if dec else None,
+        "bf16_torch_threads": bf16["torch_threads"] if bf16 else None,
+        "bf16_settings": [{"torch_threads": r["torch_threads"], "blas_threads": r["blas_threads"],
+                           "step_ms": rounded(r["step_s"] * 1e3, 2)} for r in bf16_settings] if bf16 else None,
         "settings": [{"torch_threads": r["torch_threads"], "blas_threads": r["blas_threads"],
                       "step_ms": rounded(r["step_s"] * 1e3, 2)} for r in settings],
     }
@@ -668,6 +760,17 @@ def main():
             f"{best['floor_s'] * 1e3:.1f} ms  (of which ctypes ~{best['floor_overhead_s'] * 1e3:.1f} ms)")
         row("step / floor", f"{step_s / best['floor_s']:.2f}")
         row("peak RSS (ru_maxrss)", f"{best['rss_peak']:.1f} MiB  ({best['rss_start']:.1f} MiB after import torch)")
+        if bf16:
+            for r in bf16_settings:
+                row(f"bf16 step, torch {r['torch_threads']} / OpenBLAS {r['blas_threads']} threads",
+                    f"{r['step_s'] * 1e3:.1f} ms")
+            row(f"bf16 autocast step (median of {args.steps} after {args.warmup})",
+                f"{bf16['step_s'] * 1e3:.1f} ms  (min {bf16['step_min_s'] * 1e3:.1f}, max "
+                f"{bf16['step_max_s'] * 1e3:.1f}; loss {bf16['loss']:.3f}; {unit}, oneDNN)")
+            row("bf16 target tokens/s", f"{args.batch * args.length / bf16['step_s']:.0f}")
+            row("bf16 speed-up over the float32 step", f"{step_s / bf16['step_s']:.2f}x")
+        else:
+            row("bf16 autocast step", "skipped: no avx512_bf16 or amx_bf16 in /proc/cpuinfo flags")
         if dec:
             out += ["", f"decoding {dec['sentences']} sentences of {run_dir}/bench-decode-sources.txt (random model), "
                         f"batches of {DECODE_BATCH}, torch {dec_setting[0]} / OpenBLAS {dec_setting[1]} threads "
@@ -675,12 +778,16 @@ def main():
                     f"  KV cache check: logits within {dec['cache_max_abs_diff']:.1e} of the uncached decoder; "
                     f"cached = uncached output for {dec['cache_agrees']['greedy']} (greedy) and "
                     f"{dec['cache_agrees']['beam4']} (beam) sentences",
-                    f"  {'':<24}{'sent/s':>10}{'tokens/s':>12}{'tokens':>10}"]
-            for label, name in [("greedy, KV cache", "greedy_cache"), ("greedy, no cache", "greedy_nocache"),
-                                ("beam 4, KV cache", "beam4_cache"), ("beam 4, no cache", "beam4_nocache")]:
+                    f"  {'':<24}{'sent/s':>10}{'tokens/s':>12}{'tokens':>10}{'prefill ms':>12}{'decode ms':>12}"]
+            for label, name, split in [("greedy, KV cache", "greedy_cache", True),
+                                       ("greedy, no cache", "greedy_nocache", False),
+                                       ("beam 4, KV cache", "beam4_cache", True),
+                                       ("beam 4, no cache", "beam4_nocache", False)]:  # uncached: not split
                 d = dec[name]
+                prefill_ms = fixed(d["prefill_seconds"] * 1e3, 1) if split else "-"
+                decode_ms = fixed(d["decode_seconds"] * 1e3, 1) if split else "-"
                 out.append(f"  {label:<24}{d['sentences'] / d['seconds']:>10.2f}{d['tokens'] / d['seconds']:>12.1f}"
-                           f"{d['tokens']:>10}")
+                           f"{d['tokens']:>10}{prefill_ms:>12}{decode_ms:>12}")
         print("\n".join(out) + "\n")
     print(json.dumps(j))
 

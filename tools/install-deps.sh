@@ -7,6 +7,7 @@ packages=(
   g++ cmake make pkg-config          # toolchain
   python3                            # tools/function_lengths.py (a test), tools/*.py
   libopenblas-dev                    # matrix products (cblas_sgemm / cblas_dgemm)
+  libdnnl-dev                        # oneDNN: bf16 matrix products on AMX / AVX512-BF16 (train.precision = "bf16")
   libcli11-dev                       # the command line
   catch2                             # tests (Catch2 v2)
   libsentencepiece-dev               # subword tokenisation

@@ -43,6 +43,7 @@ const std::vector<std::string> kTokenizerTypes{"unigram", "bpe"};
 const std::vector<std::string> kBleuTokenizers{"13a", "zh"};
 const std::vector<std::string> kOptimizers{"adam", "adamw", "sgd"};
 const std::vector<std::string> kSchedules{"noam", "cosine", "constant"};
+const std::vector<std::string> kPrecisions{"float32", "bf16"};
 const std::vector<std::string> kBestMetrics{"bleu", "loss", "accuracy"};
 
 enum class Need { Optional, Required };
@@ -125,6 +126,7 @@ void visit_fields(C& c, V& v) {
   v.floating("valid_length_penalty", c.train.valid_length_penalty);
   v.integer("max_nonfinite", c.train.max_nonfinite);
   v.floating("min_lr", c.train.min_lr);
+  v.choice("precision", c.train.precision, kPrecisions);
 
   v.section("run");
   v.path("dir", c.run.dir, Need::Required);

@@ -133,6 +133,9 @@ struct TrainSection {
                                        // picks it on the valid set and records it here, in [0, 5]
   std::int64_t max_nonfinite = 5;      // consecutive steps with a NaN/inf loss skipped before giving up
   double min_lr = 0.0;                 // floor of the learning rate (end of the cosine schedule), >= 0
+  std::string precision = "float32";   // matrix products: "float32" | "bf16" (inputs rounded to bf16, sums in
+                                       // float32, on the CPU's AMX or AVX512-BF16 units; weights, Adam, norms,
+                                       // softmax and the loss stay float32: autograd/runtime/bf16.h)
 
   bool operator==(const TrainSection&) const = default;
 };

@@ -14,6 +14,8 @@
 
 #include "autograd/node.h"
 #include "autograd/ops.h"
+#include "autograd/runtime/bf16.h"
+#include "autograd/runtime/cpu_features.h"
 #include "autograd/runtime/threads.h"
 #include "data/batcher.h"
 #include "train/checkpoint.h"
@@ -227,6 +229,9 @@ void start_run(TrainingRun& run) {
   run.progress.line("model: " + std::to_string(run.model->parameter_count()) + " parameters; " +
                     std::to_string(run.batcher->batches_per_epoch()) + " batches per epoch of about " +
                     std::to_string(run.cfg.data.batch_tokens) + " tokens");
+  if (matmul_precision() == MatmulPrecision::Bf16)
+    run.progress.line(std::string("precision: bf16 matrix products on ") + bf16_unit_name(bf16_unit()) + " (oneDNN " +
+                      bf16_kernel_name() + "), float32 weights, optimizer, norms, softmax and loss");
   run.metrics = std::make_unique<MetricsFile>(run.dir / "metrics.tsv", is_main());
   run.layer_norms = std::make_unique<LayerNormsFile>(run.dir / "layer_norms.tsv", is_main());
   run.start_step = run.st.step;
@@ -540,6 +545,10 @@ int finish(TrainingRun& run, std::string stop_reason, bool last_was_validation) 
 }  // namespace
 
 int train(const Config& cfg, const TrainOptions& options) {
+  // train.precision = "bf16": every matrix product of the run (training, validation, the test)
+  // in bf16 with float32 sums, like torch.autocast; refused here, before anything is written, on a
+  // CPU without bf16 units
+  const MatmulPrecisionScope precision(parse_matmul_precision(cfg.train.precision), "train.precision = \"bf16\"");
   TrainingRun run(cfg, options);
   start_run(run);
   SignalScope signals;

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 
+#include "autograd/runtime/bf16.h"
+
 namespace sf {
 
 namespace {
@@ -68,6 +70,10 @@ void gemm_split(bool ta, bool tb, int m, int n, int k, const T* a, int lda, cons
 
 void gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c,
           int ldc, bool accumulate) {
+  if (matmul_precision() == MatmulPrecision::Bf16) {  // train.precision = "bf16": see bf16.h
+    gemm_bf16(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, accumulate);
+    return;
+  }
   gemm_split(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, accumulate);
 }
 void gemm(bool trans_a, bool trans_b, int m, int n, int k, const double* a, int lda, const double* b, int ldb,

@@ -13,6 +13,9 @@
 //
 //   c (m,n), row-major with row stride ldc  =  op(a) (m,k) @ op(b) (k,n)   [+ c, with accumulate]
 //   op(a) = a (row-major, row stride lda) or, with trans_a, the transpose of a row-major (k,m) a.
+//
+// With the matrix-product precision set to bf16 (bf16.h), the float32 gemm hands its product to
+// gemm_bf16 instead: inputs rounded to bf16, sums in float32, on the CPU's bf16 units.
 #pragma once
 
 #include <cstdint>

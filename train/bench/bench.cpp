@@ -21,6 +21,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "autograd/runtime/bf16.h"
+#include "autograd/runtime/cpu_features.h"
 #include "autograd/runtime/gemm.h"
 #include "autograd/runtime/memory_stats.h"
 #include "autograd/runtime/small_gemm.h"
@@ -229,6 +231,8 @@ StepTiming time_training(const Config& cfg, const nn::ModelConfig& mcfg, const B
 
 struct DecodeTiming {
   double seconds = 0;
+  double prefill_seconds = 0;  // of `seconds`: the prefills (the encoder over each batch's sources)
+  double decode_seconds() const { return seconds - prefill_seconds; }  // the steps, one token each
   std::int64_t sentences = 0, tokens = 0;  // tokens generated, EOS not counted
   double sentences_per_s() const { return seconds > 0 ? static_cast<double>(sentences) / seconds : NAN; }
   double tokens_per_s() const { return seconds > 0 ? static_cast<double>(tokens) / seconds : NAN; }
@@ -243,13 +247,15 @@ DecodeTiming time_decoding(const nn::Model& model, const std::vector<std::vector
   std::stable_sort(order.begin(), order.end(),
                    [&](std::size_t a, std::size_t b) { return sources[a].size() < sources[b].size(); });
   DecodeTiming r;
+  DecodeOptions timed = options;
+  timed.prefill_seconds = &r.prefill_seconds;
   for (std::size_t start = 0; start < order.size(); start += kDecodeBatch) {
     const std::size_t end = std::min(order.size(), start + static_cast<std::size_t>(kDecodeBatch));
     std::vector<std::vector<std::int64_t>> rows;
     for (std::size_t i = start; i < end; ++i) rows.push_back(sources[order[i]]);
     const Tensor src = pad_batch(rows, data::kPadId);  // (B,S)
     const auto t0 = Clock::now();
-    const auto out = translate_batch(model, src, options);
+    const auto out = translate_batch(model, src, timed);
     r.seconds += seconds_since(t0);
     for (const auto& ids : out) r.tokens += static_cast<std::int64_t>(ids.size());
     r.sentences += static_cast<std::int64_t>(rows.size());
@@ -285,6 +291,8 @@ struct DecodeReport {
   std::string model = "none";  // "random", "checkpoint" or "none" (skipped)
   std::int64_t sentences = 0;
   DecodeTiming greedy_cache, greedy_nocache, beam_cache, beam_nocache;
+  bool bf16 = false;                    // the CPU has bf16 units: the cached rows again in bf16
+  DecodeTiming bf16_greedy_cache, bf16_beam_cache;
 };
 
 DecodeReport run_decoding(const Config& cfg, const BenchOptions& opt) {
@@ -332,6 +340,15 @@ DecodeReport run_decoding(const Config& cfg, const BenchOptions& opt) {
   r.greedy_nocache = time_decoding(*model, sources, o);
   o.beam = kDecodeBeam;
   r.beam_nocache = time_decoding(*model, sources, o);
+  if (bf16_unit() != Bf16Unit::None) {  // translate --precision bf16: the cached rows again
+    const MatmulPrecisionScope bf16(MatmulPrecision::Bf16);
+    r.bf16 = true;
+    o.use_cache = true;
+    o.beam = 1;
+    r.bf16_greedy_cache = time_decoding(*model, sources, o);
+    o.beam = kDecodeBeam;
+    r.bf16_beam_cache = time_decoding(*model, sources, o);
+  }
   return r;
 }
 
@@ -468,6 +485,13 @@ struct BenchReport {
   std::int64_t gemm_calls = 0;              // matrix products one step makes
   double sgemm_gflops = 0;                  // sf::gemm alone on `largest`
   double floor_s = 0;                       // all of the step's products back to back
+  // bf16 (train.precision = "bf16"), measured when the CPU has bf16 units (bf16_unit != "none")
+  std::string bf16_unit = "none";           // cpu_features.h: "amx-bf16", "avx512-bf16" or "none"
+  std::string bf16_kernel;                  // oneDNN's kernel, e.g. "brg:avx512_core_bf16"
+  StepTiming bf16_step;
+  double bf16_tokens_per_s = NAN;
+  double bf16_gemm_gflops = NAN;            // gemm_bf16 alone on `largest`
+  double bf16_floor_s = NAN;                // the step's products back to back, in bf16
   DecodeReport dec;
 };
 
@@ -536,6 +560,26 @@ nlohmann::ordered_json bench_json(const Config& cfg, const BenchOptions& opt, co
   j["beam4_nocache_sent_per_s"] = sentences_per_s(r.dec, r.dec.beam_nocache);
   j["greedy_tokens"] = decoded ? nlohmann::ordered_json(r.dec.greedy_cache.tokens) : nullptr;
   j["beam4_tokens"] = decoded ? nlohmann::ordered_json(r.dec.beam_cache.tokens) : nullptr;
+  const bool bf16 = r.bf16_unit != "none";
+  j["bf16_unit"] = bf16 ? nlohmann::ordered_json(r.bf16_unit) : nullptr;
+  j["bf16_step_ms"] = bf16 ? rounded(r.bf16_step.median_s * 1e3, 2) : nullptr;
+  j["bf16_step_ms_min"] = bf16 ? rounded(r.bf16_step.min_s * 1e3, 2) : nullptr;
+  j["bf16_step_ms_max"] = bf16 ? rounded(r.bf16_step.max_s * 1e3, 2) : nullptr;
+  j["bf16_loss"] = bf16 ? rounded(r.bf16_step.loss, 4) : nullptr;
+  j["bf16_tokens_per_s"] = bf16 ? rounded(r.bf16_tokens_per_s, 1) : nullptr;
+  auto ms = [&](double seconds) { return decoded ? rounded(seconds * 1e3, 1) : nullptr; };
+  j["greedy_prefill_ms"] = ms(r.dec.greedy_cache.prefill_seconds);
+  j["greedy_decode_ms"] = ms(r.dec.greedy_cache.decode_seconds());
+  j["beam4_prefill_ms"] = ms(r.dec.beam_cache.prefill_seconds);
+  j["beam4_decode_ms"] = ms(r.dec.beam_cache.decode_seconds());
+  // scratchformer's own (tools/bench_pytorch.py has no counterpart)
+  j["bf16_kernel"] = bf16 ? nlohmann::ordered_json(r.bf16_kernel) : nullptr;
+  j["bf16_gemm_gflops"] = bf16 ? rounded(r.bf16_gemm_gflops, 2) : nullptr;
+  j["bf16_floor_ms"] = bf16 ? rounded(r.bf16_floor_s * 1e3, 2) : nullptr;
+  j["bf16_step_over_floor"] = bf16 ? rounded(r.bf16_step.median_s / r.bf16_floor_s, 3) : nullptr;
+  const bool bf16_decoded = decoded && r.dec.bf16;
+  j["bf16_greedy_cache_sent_per_s"] = bf16_decoded ? sentences_per_s(r.dec, r.dec.bf16_greedy_cache) : nullptr;
+  j["bf16_beam4_cache_sent_per_s"] = bf16_decoded ? sentences_per_s(r.dec, r.dec.bf16_beam_cache) : nullptr;
   return j;
 }
 
@@ -577,10 +621,30 @@ void print_step(std::ostream& os, const BenchOptions& opt, const BenchReport& r)
   print_row(os, "peak RSS (ru_maxrss)", fixed(r.rss_peak, 1) + " MiB  (" + fixed(r.rss_start, 1) + " MiB at the start)");
 }
 
-// "  label                       sent/s    tokens/s    tokens"
-void print_decode_row(std::ostream& os, const std::string& label, const DecodeTiming& t) {
+// The same step with train.precision = "bf16", or why it was not measured.
+void print_bf16_step(std::ostream& os, const BenchReport& r) {
+  if (r.bf16_unit == "none") {
+    os << "\nbf16: not measured, this CPU has no bf16 matrix units (" << bf16_units_found() << ")\n";
+    return;
+  }
+  os << "\nbf16 matrix products (train.precision = \"bf16\") on " << r.bf16_unit << ", oneDNN " << r.bf16_kernel << "\n";
+  const StepTiming& step = r.bf16_step;
+  print_row(os, "training step, bf16", fixed(step.median_s * 1e3, 1) + " ms  (min " + fixed(step.min_s * 1e3, 1) +
+                                          ", max " + fixed(step.max_s * 1e3, 1) + "; loss " + fixed(step.loss, 3) + ")");
+  print_row(os, "target tokens/s, bf16", fixed(r.bf16_tokens_per_s, 0) + "  (" +
+                                            fixed(r.step.median_s / step.median_s, 2) + "x float32)");
+  print_row(os, "gemm_bf16 " + gemm_shape_str(r.largest), fixed(r.bf16_gemm_gflops, 2) + " GFLOP/s");
+  print_row(os, "bf16 floor", fixed(r.bf16_floor_s * 1e3, 1) + " ms");
+  print_row(os, "step / floor, bf16", fixed(step.median_s / r.bf16_floor_s, 2));
+}
+
+// "  label                       sent/s    tokens/s    tokens  prefill ms   decode ms"
+// (the prefill and decode columns on the KV-cache rows, where decoding has the two phases)
+void print_decode_row(std::ostream& os, const std::string& label, const DecodeTiming& t, bool phases) {
   os << "  " << std::left << std::setw(24) << label << std::right << std::setw(10) << fixed(t.sentences_per_s(), 2)
-     << std::setw(12) << fixed(t.tokens_per_s(), 1) << std::setw(10) << t.tokens << "\n";
+     << std::setw(12) << fixed(t.tokens_per_s(), 1) << std::setw(10) << t.tokens;
+  if (phases) os << std::setw(12) << fixed(t.prefill_seconds * 1e3, 1) << std::setw(12) << fixed(t.decode_seconds() * 1e3, 1);
+  os << "\n";
 }
 
 // Decoding speed: greedy and beam, with and without the KV cache (nothing if nothing was decoded).
@@ -589,11 +653,15 @@ void print_decoding(std::ostream& os, const Config& cfg, const DecodeReport& dec
   os << "\ndecoding " << dec.sentences << " sentences of " << cfg.data.test_src << " (" << dec.model
      << " model), batches of " << kDecodeBatch << "\n";
   os << "  " << std::left << std::setw(24) << "" << std::right << std::setw(10) << "sent/s" << std::setw(12)
-     << "tokens/s" << std::setw(10) << "tokens" << "\n";
-  print_decode_row(os, "greedy, KV cache", dec.greedy_cache);
-  print_decode_row(os, "greedy, no cache", dec.greedy_nocache);
-  print_decode_row(os, "beam 4, KV cache", dec.beam_cache);
-  print_decode_row(os, "beam 4, no cache", dec.beam_nocache);
+     << "tokens/s" << std::setw(10) << "tokens" << std::setw(12) << "prefill ms" << std::setw(12) << "decode ms" << "\n";
+  print_decode_row(os, "greedy, KV cache", dec.greedy_cache, true);
+  print_decode_row(os, "greedy, no cache", dec.greedy_nocache, false);
+  print_decode_row(os, "beam 4, KV cache", dec.beam_cache, true);
+  print_decode_row(os, "beam 4, no cache", dec.beam_nocache, false);
+  if (dec.bf16) {
+    print_decode_row(os, "greedy, KV cache, bf16", dec.bf16_greedy_cache, true);
+    print_decode_row(os, "beam 4, KV cache, bf16", dec.bf16_beam_cache, true);
+  }
 }
 
 }  // namespace
@@ -616,7 +684,20 @@ int run_bench(const Config& cfg, const BenchOptions& opt) {
   r.gflops = r.flops.total() / r.step.median_s / 1e9;
   r.tokens_per_s = static_cast<double>(opt.batch * opt.length) / r.step.median_s;
 
-  // 3. decoding
+  // 3. the same in bf16, where the CPU has the units (train.precision = "bf16")
+  if (bf16_unit() != Bf16Unit::None) {
+    const MatmulPrecisionScope bf16(MatmulPrecision::Bf16);
+    r.bf16_unit = bf16_unit_name(bf16_unit());
+    r.bf16_kernel = bf16_kernel_name();
+    r.bf16_step = time_training(cfg, mcfg, opt);
+    r.bf16_tokens_per_s = static_cast<double>(opt.batch * opt.length) / r.bf16_step.median_s;
+    BenchReport blas;
+    time_blas(training_step_gemms(mcfg, opt.batch, opt.length, opt.length), opt.steps, blas);
+    r.bf16_gemm_gflops = blas.sgemm_gflops;
+    r.bf16_floor_s = blas.floor_s;
+  }
+
+  // 4. decoding
   r.dec = run_decoding(cfg, opt);
   r.load_end = load_average_1min();
 
@@ -625,6 +706,7 @@ int run_bench(const Config& cfg, const BenchOptions& opt) {
     std::ostringstream os;
     print_setup(os, cfg, opt, r);
     print_step(os, opt, r);
+    print_bf16_step(os, r);
     print_decoding(os, cfg, r.dec);
     std::cout << os.str() << "\n";
   }

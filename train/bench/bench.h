@@ -39,6 +39,11 @@
 //                  The list comes from the model's shapes (training_step_gemms), not from
 //                  recording a step; tests/test_bench.cpp checks it against the calls a real
 //                  step makes.
+//   bf16           where the CPU has bf16 units (autograd/runtime/cpu_features.h): the same
+//                  training step, gemm on the largest product and floor again under
+//                  train.precision = "bf16" (autograd/runtime/bf16.h: inputs rounded to bf16,
+//                  sums in float32, oneDNN on AMX or AVX512-BF16). Elsewhere one line says which
+//                  instruction sets are missing and the bf16 fields of the JSON line are null.
 //   decoding       the first `decode_sentences` sentences of the config's test set (Multi30k
 //                  test2016 for the reference; default 64, one batch, because beam search
 //                  without the cache is slow: pass 1000 for all of test2016), in batches of 64
@@ -49,7 +54,10 @@
 //                  emits EOS, so its translations run to the length limit (1.5 S + 10): more
 //                  work per sentence than a trained model's, so compare tokens/s too. The
 //                  source ids are written to <run.dir>/bench-decode-sources.txt for
-//                  tools/bench_pytorch.py.
+//                  tools/bench_pytorch.py. The KV-cache rows split their time into the
+//                  prefill (start_decoding: the encoder over the batch and every decoder layer's
+//                  cross-attention keys and values) and the decode (the steps, one token each),
+//                  and are run again in bf16 where the CPU has the units.
 //
 // `scratchformer bench --scaling` (run_scaling_bench) measures instead how a training step grows
 // with the sequence length: the same model at source = target length T in {16, 32, 64, 128,

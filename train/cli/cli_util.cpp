@@ -120,4 +120,15 @@ CLI::Validator at_least_one(const std::string& what) {
 
 CLI::Validator beam_size_check() { return at_least_one("a beam size"); }
 
+void add_precision_option(CLI::App* cmd, std::string& precision) {
+  cmd->add_option("--precision", precision,
+                  "Matrix products: float32 (default) or bf16 (inputs rounded to bf16, sums in float32, on the CPU's "
+                  "AMX or AVX512-BF16 units)")
+      ->check(CLI::IsMember({"float32", "bf16"}));
+}
+
+std::unique_ptr<MatmulPrecisionScope> precision_scope(const std::string& precision) {
+  return std::make_unique<MatmulPrecisionScope>(parse_matmul_precision(precision), "--precision bf16");
+}
+
 }  // namespace sf::cli

@@ -28,6 +28,7 @@ struct TranslateArgs {
   bool trace = false;             // --trace: module statistics for the first sentence
   std::int64_t trace_steps = 1;   // decoding steps traced
   std::string trace_file;         // "" = stderr
+  std::string precision = "float32";  // --precision: float32 | bf16 matrix products
 };
 
 // The first non-empty input sentence through encoder and trace_steps decoding steps, under a
@@ -48,6 +49,7 @@ void trace_first_sentence(const train::InferenceModel& im, const std::vector<std
 
 int run_translate(TranslateArgs& a, const CLI::App& cmd) {
   a.trace = a.trace || cmd.count("--trace-steps") > 0 || !a.trace_file.empty();  // both imply --trace
+  const auto precision = precision_scope(a.precision);
   const train::InferenceModel im = train::load_inference_model(a.checkpoint);
   require_translation(im, a.checkpoint, "translate");
   const auto lines = read_input_lines(a.input);
@@ -70,6 +72,7 @@ Command add_translate_command(CLI::App& app) {
                   "Beam search length penalty alpha (score / length^alpha; default: the config's "
                   "train.valid_length_penalty, which tune-beam picks on the valid set)")
       ->check(length_penalty_check());
+  add_precision_option(cmd, a->precision);
   cmd->add_flag("--trace", a->trace,
                 "Print each module's output statistics for the first sentence (encoder, first decoding step)");
   cmd->add_option("--trace-steps", a->trace_steps, "Decoding steps to trace (default: 1; implies --trace)")

@@ -1,6 +1,7 @@
 #include "train/eval/decode.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -107,11 +108,20 @@ Tensor pad_batch(const std::vector<std::vector<std::int64_t>>& seqs, std::int64_
   return from_vector<std::int64_t>(flat, {B, S});
 }
 
+// The prefill: model.start_decoding(src), timed into opt.prefill_seconds when it is set.
+static std::unique_ptr<nn::DecodeState> prefill(const nn::Model& model, const Tensor& src, const DecodeOptions& opt) {
+  const auto start = std::chrono::steady_clock::now();
+  auto state = model.start_decoding(src);
+  if (opt.prefill_seconds)
+    *opt.prefill_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return state;
+}
+
 // ---- greedy -------------------------------------------------------------------------------
 std::vector<std::vector<std::int64_t>> greedy_decode(const nn::Model& model, const Tensor& src,
                                                      const DecodeOptions& opt) {
   NoGradGuard no_grad;
-  const auto state = model.start_decoding(src);  // prefill: the encoder reads the source once
+  const auto state = prefill(model, src, opt);  // the encoder reads the source once
   std::int64_t longest = 0;
   const auto limit = length_limits(model, src, *state, opt, longest);
   std::vector<std::vector<std::int64_t>> prefixes = start_prefixes(model, src, *state);
@@ -249,7 +259,7 @@ std::vector<std::vector<BeamHypothesis>> beam_search_hypotheses(const nn::Model&
   NoGradGuard no_grad;
   const std::int64_t B = src.size(0), K = opt.beam, pad = model.config().pad_id;
   if (K < 1) throw std::invalid_argument("beam_search: beam must be >= 1, got " + std::to_string(K));
-  const auto state = model.start_decoding(src);  // prefill: the encoder reads the source once
+  const auto state = prefill(model, src, opt);  // the encoder reads the source once
   std::int64_t longest = 0;
   const auto limit = length_limits(model, src, *state, opt, longest);
   Beams beams(start_prefixes(model, src, *state), K);

@@ -24,6 +24,8 @@ struct DecodeOptions {
   double max_len_a = 1.5;         // max target length = a * source length + b
   std::int64_t max_len_b = 10;
   bool use_cache = true;          // false recomputes the whole prefix each step (slow; for teaching and tests)
+  double* prefill_seconds = nullptr;  // if set, the prefill's time (start_decoding: the encoder reads the
+                                      // source) is added here; the steps after it are the decode (bench)
 };
 
 // The maximum number of generated tokens (EOS included) for a source of `src_len` tokens.

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -205,11 +206,16 @@ void MultiHeadAttention::fill_static_cache(const Tensor& x_kv, KVCache& cache) c
     throw std::invalid_argument("MultiHeadAttention::fill_static_cache: expected x_kv of shape (B,Tk," +
                                 std::to_string(d_model) + "), got " +
                                 (x_kv.defined() ? shape_str(x_kv.shape()) : std::string("an undefined tensor")));
-  Tensor k = split_heads(k_proj->forward(x_kv), n_kv_heads, head_dim);  // (B,Hkv,Tk,Dh)
-  const Tensor v = split_heads(v_proj->forward(x_kv), n_kv_heads, head_dim);
-  if (pos == PositionInAttention::RoPE) k = apply_rope(k, 0);  // as forward: keys at 0..Tk-1
+  const auto [k, v] = project_keys_values(x_kv, 0);  // (B,Hkv,Tk,Dh) each, keys at 0..Tk-1
   cache.reset();
   append_to_cache(cache, k, v);
+}
+
+std::pair<Tensor, Tensor> MultiHeadAttention::project_keys_values(const Tensor& x_kv, std::int64_t k_start) const {
+  Tensor k = split_heads(k_proj->forward(x_kv), n_kv_heads, head_dim);  // (B,Hkv,Tk,Dh)
+  Tensor v = split_heads(v_proj->forward(x_kv), n_kv_heads, head_dim);
+  if (pos == PositionInAttention::RoPE) k = apply_rope(k, k_start);
+  return {k, v};
 }
 
 // x_q: (B,Tq,D), x_kv: (B,Tk,D) -> (B,Tq,D)
@@ -240,11 +246,9 @@ Tensor MultiHeadAttention::forward(const Tensor& x_q, const Tensor& x_kv, const 
       throw std::invalid_argument("MultiHeadAttention: expected x_kv of shape (" + std::to_string(batch) + ",Tk," +
                                   std::to_string(d_model) + ") to match x_q " + shape_str(x_q.shape()) + ", got " +
                                   (x_kv.defined() ? shape_str(x_kv.shape()) : std::string("an undefined tensor")));
-    k = split_heads(k_proj->forward(x_kv), n_kv_heads, head_dim);
-    v = split_heads(v_proj->forward(x_kv), n_kv_heads, head_dim);
     const bool appending = cache && !cache->is_static;
     // The new keys follow the cached ones: positions cache length .. (0 without a cache).
-    if (rope) k = apply_rope(k, appending ? cache->length() : 0);
+    std::tie(k, v) = project_keys_values(x_kv, appending ? cache->length() : 0);
     if (cache) {  // append (self-attention) or prefill (an empty static cache)
       append_to_cache(*cache, k, v);
       k = cache->k;  // (B,Hkv,T_cached+Tk,Dh)

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <utility>
 
 #include "autograd/generator.h"
 #include "nn/linear.h"
@@ -127,6 +128,9 @@ class MultiHeadAttention : public Module {
   // (emptied first), k and v (B,Hkv,Tk,Dh): what forward computes on its first call with an
   // empty static cache, done before the first decoding step.
   void fill_static_cache(const Tensor& x_kv, KVCache& cache) const;
+  // The keys and values of x_kv (B,Tk,D): k_proj and v_proj cut into heads, (B,Hkv,Tk,Dh) each;
+  // under RoPE the keys rotated to positions k_start .. k_start+Tk-1.
+  std::pair<Tensor, Tensor> project_keys_values(const Tensor& x_kv, std::int64_t k_start) const;
 
   std::int64_t d_model, n_heads, n_kv_heads, head_dim;
   double dropout;

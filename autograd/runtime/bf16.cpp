@@ -4,7 +4,6 @@
 #include <omp.h>
 
 #include <dnnl.hpp>
-#include <mutex>
 #include <stdexcept>
 #include <vector>
 
@@ -31,10 +30,6 @@ MatmulPrecision g_precision = MatmulPrecision::Float32;
 }  // namespace
 
 MatmulPrecision matmul_precision() { return g_precision; }
-
-const char* matmul_precision_name(MatmulPrecision precision) {
-  return precision == MatmulPrecision::Bf16 ? "bf16" : "float32";
-}
 
 MatmulPrecision parse_matmul_precision(const std::string& name) {
   if (name == "float32") return MatmulPrecision::Float32;

@@ -50,9 +50,8 @@ enum class MatmulPrecision {
 
 // The current precision. One setting for the process (the OpenMP threads read it too).
 MatmulPrecision matmul_precision();
-// "float32" or "bf16".
-const char* matmul_precision_name(MatmulPrecision precision);
-// The inverse; throws std::invalid_argument naming the accepted values for anything else.
+// "float32" or "bf16" as the enum; throws std::invalid_argument naming the accepted values for
+// anything else.
 MatmulPrecision parse_matmul_precision(const std::string& name);
 
 // Sets the precision until the end of the scope, then restores the previous one (like

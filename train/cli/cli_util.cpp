@@ -127,8 +127,8 @@ void add_precision_option(CLI::App* cmd, std::string& precision) {
       ->check(CLI::IsMember({"float32", "bf16"}));
 }
 
-std::unique_ptr<MatmulPrecisionScope> precision_scope(const std::string& precision) {
-  return std::make_unique<MatmulPrecisionScope>(parse_matmul_precision(precision), "--precision bf16");
+MatmulPrecisionScope precision_scope(const std::string& precision) {
+  return MatmulPrecisionScope(parse_matmul_precision(precision), "--precision bf16");  // no copy: C++17 elision
 }
 
 }  // namespace sf::cli

@@ -6,7 +6,6 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -54,7 +53,7 @@ CLI::Validator at_least_one(const std::string& what);
 // products in bf16 with float32 sums (autograd/runtime/bf16.h).
 void add_precision_option(CLI::App* cmd, std::string& precision);
 // The precision for the rest of the command: a bf16 scope, refused on a CPU without bf16 units.
-std::unique_ptr<MatmulPrecisionScope> precision_scope(const std::string& precision);
+MatmulPrecisionScope precision_scope(const std::string& precision);
 CLI::Validator beam_size_check();  // at_least_one("a beam size")
 
 }  // namespace sf::cli

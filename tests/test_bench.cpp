@@ -148,7 +148,7 @@ const std::vector<std::string> kJsonFields = {
 // Then scratchformer's own fields (no PyTorch counterpart).
 const std::vector<std::string> kOwnJsonFields = {"bf16_kernel", "bf16_gemm_gflops", "bf16_floor_ms",
                                                  "bf16_step_over_floor", "bf16_greedy_cache_sent_per_s",
-                                                 "bf16_beam4_cache_sent_per_s"};
+                                                 "bf16_beam4_cache_sent_per_s", "decode_batch"};
 
 // Runs f with std::cout captured; returns what it printed.
 template <class F>
@@ -278,9 +278,11 @@ TEST_CASE("bench run_bench prints a table and a JSON line with every field", "[b
   opt.batch = 3;
   opt.length = 4;
   opt.decode_sentences = 3;
+  opt.decode_batch = 2;  // two batches (2 + 1 sentences), side by side on 2 threads
 
   const std::string out = capture_stdout([&] { REQUIRE(train::run_bench(cfg, opt) == 0); });
   CHECK_THAT(out, Catch::Contains("step / floor"));
+  CHECK_THAT(out, Catch::Contains("batches of 2,"));
   CHECK_THAT(out, Catch::Contains("beam 4, no cache"));
   const std::string last_line = out.substr(out.rfind('\n', out.size() - 2) + 1);
   const nlohmann::ordered_json j = nlohmann::ordered_json::parse(last_line);
@@ -290,9 +292,11 @@ TEST_CASE("bench run_bench prints a table and a JSON line with every field", "[b
     for (const std::string& field : *fields) {
       INFO("field " << field);
       REQUIRE(j.contains(field));
-      CHECK(j[field].is_null() == (!bf16 && field.rfind("bf16_", 0) == 0));
+      if (field != "decode_batch") CHECK(j[field].is_null() == (!bf16 && field.rfind("bf16_", 0) == 0));
     }
   CHECK(j.size() == kJsonFields.size() + kOwnJsonFields.size());
+  CHECK(j["decode_batch"] == 2);
+  CHECK(j["decode_sentences"] == 3);
   // the order: the shared fields first, as tools/bench_pytorch.py prints them
   std::size_t i = 0;
   for (auto it = j.begin(); it != j.end() && i < kJsonFields.size(); ++it, ++i) CHECK(it.key() == kJsonFields[i]);

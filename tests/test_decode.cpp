@@ -5,7 +5,8 @@
 //     candidate) under the same length normalisation, for length penalties 0, 1 and 2;
 //   the KV cache changes nothing: use_cache true and false give the same outputs;
 //   a padded batch gives each sentence the output it gets decoded alone;
-//   the length limit (max_len_a * source length + max_len_b, capped by max_len) is obeyed.
+//   the length limit (max_len_a * source length + max_len_b, capped by max_len) is obeyed;
+//   batches decoded side by side, one per thread, give what each gives alone on 1 or 2 threads.
 //
 // The models are untrained (random weights) with their output projection scaled up so the
 // next-token distributions are peaked: decoding then stops at EOS at varied lengths instead of
@@ -15,10 +16,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <numeric>
 #include <string>
 #include <vector>
 
 #include "autograd/node.h"
+#include "autograd/runtime/threads.h"
 #include "data/tokenizer.h"
 #include "nn/seq2seq.h"
 #include "test_util.h"
@@ -341,4 +345,86 @@ TEST_CASE("decoding obeys the length limit and never emits pad or BOS", "[decode
   // the model's max_len caps the limit: BOS + the output must fit its position table
   opt.max_len_a = 100;
   CHECK(train::max_target_length(m.model, 5, opt) == small_config().max_len - 1);
+}
+
+// ---- batches side by side -------------------------------------------------------------------
+// translate_batches decodes one batch per thread; inside a batch the kernels then run on that one
+// thread. A model wide enough that sf::gemm splits its products over 2 threads when it runs alone
+// (m*n*k above kGemmParallelMinMacs), so the two ways of running really differ.
+nn::ModelConfig wide_config() {
+  nn::ModelConfig c = small_config();
+  c.src_vocab = c.tgt_vocab = 300;
+  c.d_model = 128;
+  c.d_ff = 512;
+  c.max_len = 32;
+  return c;
+}
+
+std::vector<Seq> wide_sources(Generator& gen, std::int64_t count) {
+  std::vector<Seq> out;
+  for (std::int64_t i = 0; i < count; ++i) {
+    Seq s(3 + gen.randint(10));
+    for (auto& w : s) w = 4 + static_cast<std::int64_t>(gen.randint(296));
+    out.push_back(s);
+  }
+  return out;
+}
+
+TEST_CASE("batches decoded side by side, one per thread, give each batch's output alone on 1 and 2 threads",
+          "[decode][beam][parallel]") {
+  RandomModel m(wide_config(), 71, 4.0, Dtype::Float32);
+  Generator gen(72);
+  std::vector<Tensor> batches;
+  for (int b = 0; b < 5; ++b) batches.push_back(train::pad_batch(wide_sources(gen, 24), kPad));  // (24,S) each
+  const int before = num_threads();
+  for (const std::int64_t beam : {1, 3}) {
+    INFO("beam " << beam);
+    train::DecodeOptions opt;
+    opt.beam = beam;
+    std::vector<std::vector<Seq>> alone_one, alone_two;  // each batch by itself, all threads on it
+    set_num_threads(1);
+    for (const auto& b : batches) alone_one.push_back(train::translate_batch(m.model, b, opt));
+    set_num_threads(2);
+    for (const auto& b : batches) alone_two.push_back(train::translate_batch(m.model, b, opt));
+    double prefill = 0;
+    opt.prefill_seconds = &prefill;
+    std::vector<double> seconds;
+    const auto side_by_side = train::translate_batches(m.model, batches, opt, &seconds);  // 2 threads
+    set_num_threads(before);
+    REQUIRE(side_by_side.size() == batches.size());
+    REQUIRE(seconds.size() == batches.size());
+    std::size_t tokens = 0;
+    for (std::size_t b = 0; b < batches.size(); ++b) {
+      INFO("batch " << b);
+      CHECK(alone_one[b] == alone_two[b]);
+      CHECK(side_by_side[b] == alone_two[b]);
+      CHECK(seconds[b] > 0);
+      for (const auto& s : side_by_side[b]) tokens += s.size();
+    }
+    CHECK(tokens > 0);  // not a comparison of empty outputs
+    CHECK(prefill > 0);
+    const double busy = std::accumulate(seconds.begin(), seconds.end(), 0.0);
+    CHECK(prefill < busy);  // the prefills are part of the batches' times
+  }
+}
+
+TEST_CASE("a model's logits computed on one thread inside a parallel loop have the bits of 2 threads outside",
+          "[decode][parallel]") {
+  RandomModel m(wide_config(), 73, 1.0, Dtype::Float32);
+  Generator gen(74);
+  const Tensor src = train::pad_batch(wide_sources(gen, 32), kPad);  // (32,S)
+  const Tensor tgt = train::pad_batch(wide_sources(gen, 32), kPad);  // (32,T)
+  NoGradGuard no_grad;
+  const int before = num_threads();
+  set_num_threads(2);
+  const std::vector<float> outside = m.model.forward(src, tgt).to_vector<float>();  // (32,T,V)
+  std::vector<std::vector<float>> inside(2);
+#pragma omp parallel for num_threads(2) schedule(static, 1)
+  for (int i = 0; i < 2; ++i) {
+    NoGradGuard thread_no_grad;  // grad mode is per thread
+    inside[static_cast<std::size_t>(i)] = m.model.forward(src, tgt).to_vector<float>();
+  }
+  set_num_threads(before);
+  REQUIRE(outside.size() == inside[0].size());
+  for (const auto& v : inside) CHECK(std::memcmp(v.data(), outside.data(), outside.size() * sizeof(float)) == 0);
 }

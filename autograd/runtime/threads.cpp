@@ -47,6 +47,9 @@ void set_num_threads(int n) {
   // spin against each other for the same cores; measured, 2 threads then ran slower than 1.
   openblas_set_num_threads(1);
   omp_set_num_threads(n);
+  // A parallel loop inside a parallel loop runs on its one thread (translate_batches decodes a
+  // batch per thread; the kernels' loops inside it must not start teams of their own).
+  omp_set_max_active_levels(1);
 }
 
 int num_threads() { return g_threads; }

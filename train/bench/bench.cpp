@@ -33,6 +33,7 @@
 #include "nn/feed_forward.h"
 #include "train/bench/bench_util.h"
 #include "train/eval/decode.h"
+#include "train/eval/evaluate.h"
 #include "train/setup.h"
 
 namespace sf::train {
@@ -42,7 +43,6 @@ using namespace bench_util;  // Clock, median, median_seconds, fixed, rounded, .
 
 namespace {
 
-constexpr std::int64_t kDecodeBatch = 64;    // sentences per decoding batch, as translate_all
 constexpr std::int64_t kDecodeBeam = 4;      // the beam size benchmarked beside greedy
 constexpr int kMinTimedRuns = 5;             // sgemm and floor: at least this many timed runs
 constexpr int kGemmWarmupRuns = 2;           // sgemm and floor: untimed runs first
@@ -238,28 +238,36 @@ struct DecodeTiming {
   double tokens_per_s() const { return seconds > 0 ? static_cast<double>(tokens) / seconds : NAN; }
 };
 
-// Decodes every source as translate_all does (sorted by length, batches of kDecodeBatch),
-// timing only the decoding.
+// Decodes every source as translate_all does (sorted by length, batches of `per_batch`, as many
+// at once as threads: translate_batches), timing only the decoding. The batches' own times on
+// their threads split the wall time into prefill and decode: prefill = wall x (sum of the
+// batches' prefills / sum of the batches' times), so the two still add up to the wall time.
 DecodeTiming time_decoding(const nn::Model& model, const std::vector<std::vector<std::int64_t>>& sources,
-                           const DecodeOptions& options) {
+                           const DecodeOptions& options, std::int64_t per_batch) {
   std::vector<std::size_t> order(sources.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),
                    [&](std::size_t a, std::size_t b) { return sources[a].size() < sources[b].size(); });
   DecodeTiming r;
-  DecodeOptions timed = options;
-  timed.prefill_seconds = &r.prefill_seconds;
-  for (std::size_t start = 0; start < order.size(); start += kDecodeBatch) {
-    const std::size_t end = std::min(order.size(), start + static_cast<std::size_t>(kDecodeBatch));
+  std::vector<Tensor> batches;
+  for (std::size_t start = 0; start < order.size(); start += static_cast<std::size_t>(per_batch)) {
+    const std::size_t end = std::min(order.size(), start + static_cast<std::size_t>(per_batch));
     std::vector<std::vector<std::int64_t>> rows;
     for (std::size_t i = start; i < end; ++i) rows.push_back(sources[order[i]]);
-    const Tensor src = pad_batch(rows, data::kPadId);  // (B,S)
-    const auto t0 = Clock::now();
-    const auto out = translate_batch(model, src, timed);
-    r.seconds += seconds_since(t0);
-    for (const auto& ids : out) r.tokens += static_cast<std::int64_t>(ids.size());
+    batches.push_back(pad_batch(rows, data::kPadId));  // (B,S)
     r.sentences += static_cast<std::int64_t>(rows.size());
   }
+  double prefill = 0;
+  DecodeOptions timed = options;
+  timed.prefill_seconds = &prefill;
+  std::vector<double> batch_seconds;
+  const auto t0 = Clock::now();
+  const auto out = translate_batches(model, batches, timed, &batch_seconds);
+  r.seconds = seconds_since(t0);
+  const double busy = std::accumulate(batch_seconds.begin(), batch_seconds.end(), 0.0);
+  r.prefill_seconds = busy > 0 ? r.seconds * prefill / busy : 0;
+  for (const auto& batch : out)
+    for (const auto& ids : batch) r.tokens += static_cast<std::int64_t>(ids.size());
   return r;
 }
 
@@ -290,6 +298,7 @@ void write_sources(const fs::path& path, const std::vector<std::vector<std::int6
 struct DecodeReport {
   std::string model = "none";  // "random", "checkpoint" or "none" (skipped)
   std::int64_t sentences = 0;
+  std::int64_t batch = 0;  // sentences per batch
   DecodeTiming greedy_cache, greedy_nocache, beam_cache, beam_nocache;
   bool bf16 = false;                    // the CPU has bf16 units: the cached rows again in bf16
   DecodeTiming bf16_greedy_cache, bf16_beam_cache;
@@ -326,28 +335,29 @@ DecodeReport run_decoding(const Config& cfg, const BenchOptions& opt) {
   const auto sources = decode_sources(cfg.data.test_src, *src_tok, opt.decode_sentences, model->config().max_len - 2);
   if (sources.empty()) throw std::invalid_argument("bench: no sentence to decode in " + cfg.data.test_src);
   r.sentences = static_cast<std::int64_t>(sources.size());
+  r.batch = opt.decode_batch > 0 ? opt.decode_batch : kSentencesPerBatch;
   fs::create_directories(cfg.run.dir);
   write_sources(fs::path(cfg.run.dir) / kDecodeSourcesFile, sources);
 
   DecodeOptions o;
   o.use_cache = true;
   o.beam = 1;
-  r.greedy_cache = time_decoding(*model, sources, o);
+  r.greedy_cache = time_decoding(*model, sources, o, r.batch);
   o.beam = kDecodeBeam;
-  r.beam_cache = time_decoding(*model, sources, o);
+  r.beam_cache = time_decoding(*model, sources, o, r.batch);
   o.use_cache = false;
   o.beam = 1;
-  r.greedy_nocache = time_decoding(*model, sources, o);
+  r.greedy_nocache = time_decoding(*model, sources, o, r.batch);
   o.beam = kDecodeBeam;
-  r.beam_nocache = time_decoding(*model, sources, o);
+  r.beam_nocache = time_decoding(*model, sources, o, r.batch);
   if (bf16_unit() != Bf16Unit::None) {  // translate --precision bf16: the cached rows again
     const MatmulPrecisionScope bf16(MatmulPrecision::Bf16);
     r.bf16 = true;
     o.use_cache = true;
     o.beam = 1;
-    r.bf16_greedy_cache = time_decoding(*model, sources, o);
+    r.bf16_greedy_cache = time_decoding(*model, sources, o, r.batch);
     o.beam = kDecodeBeam;
-    r.bf16_beam_cache = time_decoding(*model, sources, o);
+    r.bf16_beam_cache = time_decoding(*model, sources, o, r.batch);
   }
   return r;
 }
@@ -580,6 +590,7 @@ nlohmann::ordered_json bench_json(const Config& cfg, const BenchOptions& opt, co
   const bool bf16_decoded = decoded && r.dec.bf16;
   j["bf16_greedy_cache_sent_per_s"] = bf16_decoded ? sentences_per_s(r.dec, r.dec.bf16_greedy_cache) : nullptr;
   j["bf16_beam4_cache_sent_per_s"] = bf16_decoded ? sentences_per_s(r.dec, r.dec.bf16_beam_cache) : nullptr;
+  j["decode_batch"] = decoded ? nlohmann::ordered_json(r.dec.batch) : nullptr;  // sentences per batch, side by side
   return j;
 }
 
@@ -651,7 +662,7 @@ void print_decode_row(std::ostream& os, const std::string& label, const DecodeTi
 void print_decoding(std::ostream& os, const Config& cfg, const DecodeReport& dec) {
   if (dec.sentences <= 0) return;
   os << "\ndecoding " << dec.sentences << " sentences of " << cfg.data.test_src << " (" << dec.model
-     << " model), batches of " << kDecodeBatch << "\n";
+     << " model), batches of " << dec.batch << ", up to " << num_threads() << " side by side\n";
   os << "  " << std::left << std::setw(24) << "" << std::right << std::setw(10) << "sent/s" << std::setw(12)
      << "tokens/s" << std::setw(10) << "tokens" << std::setw(12) << "prefill ms" << std::setw(12) << "decode ms" << "\n";
   print_decode_row(os, "greedy, KV cache", dec.greedy_cache, true);

@@ -46,8 +46,9 @@
 //                  instruction sets are missing and the bf16 fields of the JSON line are null.
 //   decoding       the first `decode_sentences` sentences of the config's test set (Multi30k
 //                  test2016 for the reference; default 64, one batch, because beam search
-//                  without the cache is slow: pass 1000 for all of test2016), in batches of 64
-//                  sorted by length as translate_all does: sentences/s for greedy and beam 4,
+//                  without the cache is slow: pass 1000 for all of test2016), in batches of
+//                  --decode-batch sentences (default translate's) sorted by length, as many
+//                  side by side as threads, as translate_all does: sentences/s for greedy and beam 4,
 //                  with and without the KV cache. With a checkpoint its model and tokenizer
 //                  are used; otherwise a random model of the config's shape, with the run
 //                  directory's tokenizer (trained there on first use). A random model rarely
@@ -119,6 +120,7 @@ struct BenchOptions {
   std::int64_t warmup = 3;              // untimed steps first: allocator, BLAS threads, caches (>= 0)
   std::int64_t threads = 0;             // kernel and BLAS threads; 0 = run.threads (0 there: as started)
   std::int64_t decode_sentences = 64;   // test sentences decoded per setting; 0 = skip decoding
+  std::int64_t decode_batch = 0;        // sentences per decoding batch; 0 = translate's (kSentencesPerBatch)
   std::string checkpoint;               // decode with this trained model; "" = a random one
   bool json_only = false;               // print only the JSON line
   std::int64_t batch = 64;              // sentence pairs per training step; the reference: 64

@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "autograd/runtime/threads.h"
+#include "train/eval/evaluate.h"
 
 namespace sf::train::bench_util {
 
@@ -48,6 +49,9 @@ void check_options_and_set_threads(const Config& cfg, const BenchOptions& opt) {
   if (opt.threads < 0) throw std::invalid_argument("bench: --threads must be >= 0, got " + std::to_string(opt.threads));
   if (opt.decode_sentences < 0)
     throw std::invalid_argument("bench: --decode-sentences must be >= 0, got " + std::to_string(opt.decode_sentences));
+  if (opt.decode_batch < 0)
+    throw std::invalid_argument("bench: --decode-batch must be >= 0 (0 = translate's " +
+                                std::to_string(kSentencesPerBatch) + "), got " + std::to_string(opt.decode_batch));
   if (opt.batch < 1 || opt.length < 1)
     throw std::invalid_argument("bench: batch and length must be >= 1, got " + std::to_string(opt.batch) + " and " +
                                 std::to_string(opt.length));

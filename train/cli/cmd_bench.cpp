@@ -10,6 +10,7 @@
 
 #include "train/bench/bench.h"
 #include "train/bench/generation_bench.h"
+#include "train/eval/evaluate.h"
 #include "train/cli/commands.h"
 #include "train/config.h"
 
@@ -48,6 +49,9 @@ Command add_bench_command(CLI::App& app) {
   cmd->add_option("--warmup", o.warmup, "Untimed training steps first (default: 3)");
   cmd->add_option("--threads", o.threads, "Threads (default: the config's run.threads; 0 there = all cores)");
   cmd->add_option("--decode-sentences", o.decode_sentences, "Test sentences decoded per setting, 0 = no decoding (default: 64)");
+  cmd->add_option("--decode-batch", o.decode_batch,
+                  "Sentences per decoding batch, batches side by side one per thread (default: translate's, " +
+                      std::to_string(train::kSentencesPerBatch) + ")");
   cmd->add_option("--checkpoint", o.checkpoint, "Decode with this trained model (default: a random one)");
   cmd->add_flag("--json", o.json_only, "Print only the JSON line");
   cmd->add_flag("--scaling", o.scaling,

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <exception>
 #include <limits>
 #include <stdexcept>
 #include <tuple>
@@ -10,6 +11,7 @@
 #include "autograd/exercise.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
+#include "autograd/runtime/threads.h"
 #include "data/tokenizer.h"
 
 namespace sf::train {
@@ -293,6 +295,36 @@ std::vector<std::vector<std::int64_t>> beam_search(const nn::Model& model, const
 std::vector<std::vector<std::int64_t>> translate_batch(const nn::Model& model, const Tensor& src,
                                                        const DecodeOptions& opt) {
   return opt.beam <= 1 ? greedy_decode(model, src, opt) : beam_search(model, src, opt);
+}
+
+std::vector<std::vector<std::vector<std::int64_t>>> translate_batches(const nn::Model& model,
+                                                                      const std::vector<Tensor>& batches,
+                                                                      const DecodeOptions& opt,
+                                                                      std::vector<double>* batch_seconds) {
+  const std::size_t n = batches.size();
+  std::vector<std::vector<std::vector<std::int64_t>>> out(n);
+  std::vector<double> prefill(n, 0.0), seconds(n, 0.0);
+  std::vector<std::exception_ptr> errors(n);  // an exception may not leave an OpenMP loop
+  const int threads = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(num_threads()), n));
+  // schedule(dynamic, 1): a thread that finishes a batch takes the next one (batches differ in length)
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1) if (threads > 1)
+  for (std::size_t i = 0; i < n; ++i) {
+    try {
+      DecodeOptions own = opt;  // each batch adds its prefill time to its own counter
+      own.prefill_seconds = &prefill[i];
+      const auto start = std::chrono::steady_clock::now();
+      out[i] = translate_batch(model, batches[i], own);
+      seconds[i] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    } catch (...) {
+      errors[i] = std::current_exception();
+    }
+  }
+  for (const auto& e : errors)
+    if (e) std::rethrow_exception(e);
+  if (opt.prefill_seconds)
+    for (double p : prefill) *opt.prefill_seconds += p;
+  if (batch_seconds) *batch_seconds = seconds;
+  return out;
 }
 
 }  // namespace sf::train

@@ -58,6 +58,20 @@ std::vector<std::vector<BeamHypothesis>> beam_search_hypotheses(const nn::Model&
 std::vector<std::vector<std::int64_t>> translate_batch(const nn::Model& model, const Tensor& src,
                                                        const DecodeOptions& opt);
 
+// translate_batch over independent batches (each a padded (B,S) source), several at once:
+// with n threads, n batches decode side by side, each on its own thread, and the kernels inside
+// a batch run on that thread (sf::gemm and the parallel loops see they are inside a parallel
+// region). One batch alone decodes as translate_batch does, on all threads. A step of one
+// batch is a few small products and many small ops; one thread per batch saves waking the
+// other thread for each of them. Each batch's output is the same bits whichever thread decodes
+// it (tested), so the translations do not depend on the thread count.
+// Returns each batch's output, in order. batch_seconds, if given, receives each batch's own
+// wall time on its thread; opt.prefill_seconds, if set, receives the sum of the batches' prefills.
+std::vector<std::vector<std::vector<std::int64_t>>> translate_batches(const nn::Model& model,
+                                                                      const std::vector<Tensor>& batches,
+                                                                      const DecodeOptions& opt,
+                                                                      std::vector<double>* batch_seconds = nullptr);
+
 // Pads token sequences into a (B, max length) int64 tensor (what translate_batch takes).
 Tensor pad_batch(const std::vector<std::vector<std::int64_t>>& seqs, std::int64_t pad_id);
 

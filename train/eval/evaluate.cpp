@@ -26,7 +26,9 @@ std::vector<std::string> translate_all(const nn::Model& model, const Tokenizers&
   std::vector<std::size_t> order(src.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return src[a].size() < src[b].size(); });
-  std::vector<std::string> out(src.size());
+  // The batches: runs of `order`, each a padded (B,S) tensor, decoded side by side (translate_batches).
+  std::vector<std::pair<std::size_t, std::size_t>> spans;  // [start, end) of `order`
+  std::vector<Tensor> batches;
   for (std::size_t start = 0, end = 0; start < order.size(); start = end) {
     end = std::min(order.size(), start + static_cast<std::size_t>(sentences_per_batch));
     if (prompted)  // stop at the first source of another length
@@ -34,9 +36,13 @@ std::vector<std::string> translate_all(const nn::Model& model, const Tokenizers&
                          [&](std::size_t i) { return src[i].size() != src[order[start]].size(); }) - order.begin();
     std::vector<std::vector<std::int64_t>> rows;
     for (std::size_t i = start; i < end; ++i) rows.push_back(prompted ? translation_prompt(tok, src[order[i]]) : src[order[i]]);
-    const auto ids = translate_batch(model, pad_batch(rows, data::kPadId), options);
-    for (std::size_t i = start; i < end; ++i) out[order[i]] = tok.tgt.decode(ids[i - start]);
+    spans.emplace_back(start, end);
+    batches.push_back(pad_batch(rows, data::kPadId));
   }
+  const auto ids = translate_batches(model, batches, options);
+  std::vector<std::string> out(src.size());
+  for (std::size_t b = 0; b < spans.size(); ++b)
+    for (std::size_t i = spans[b].first; i < spans[b].second; ++i) out[order[i]] = tok.tgt.decode(ids[b][i - spans[b].first]);
   return out;
 }
 

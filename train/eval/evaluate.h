@@ -25,10 +25,14 @@ BleuResult evaluate_bleu(nn::Model& model, const Tokenizers& tok,
 // A decoder-only model's translation prompt: <s> source <sep> (the tokenizer's <sep>).
 std::vector<std::int64_t> translation_prompt(const Tokenizers& tok, const std::vector<std::int64_t>& src);
 
+// Sentences per decoding batch in translate_all (and bench's decoding).
+constexpr std::int64_t kSentencesPerBatch = 64;
+
 // Translates token-id sources, returning detokenized text in the original order: the
 // encoder-decoder reads each source, a decoder-only model continues translation_prompt().
+// Batches of similar length decode side by side, one per thread (translate_batches).
 std::vector<std::string> translate_all(const nn::Model& model, const Tokenizers& tok,
                                        const std::vector<std::vector<std::int64_t>>& src, const DecodeOptions& options,
-                                       std::int64_t sentences_per_batch = 64);
+                                       std::int64_t sentences_per_batch = kSentencesPerBatch);
 
 }  // namespace sf::train

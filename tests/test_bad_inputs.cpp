@@ -388,6 +388,8 @@ TEST_CASE("command lines with missing malformed or unknown options exit 2 with o
       {"eval --checkpoint " + x + " --src a", {"--ref", "requires"}},
       {"eval --checkpoint " + x + " --src a --ref b --beam 0", {"--beam"}},
       {"bleu --ref a --tokenize intl", {"--tokenize", "intl"}},
+      {"serve --runs no-such-folder --port 0", {"--runs", "no such folder", "no-such-folder"}},
+      {"serve --runs " + x + " --port 0", {"--runs", "expected a folder", "got a file"}},
       {"train --config a.toml --resume=maybe", {"--resume"}},
       {"trian --config a.toml", {"trian"}},
       {"--no-such-flag", {"--no-such-flag"}},

@@ -73,12 +73,14 @@ nn::ModelConfig small_config() {
   return c;
 }
 
-// Sources of lengths 1..6 over the words 4..11 (a batch of varied lengths, so padding matters).
-std::vector<Seq> some_sources(Generator& gen, std::int64_t count) {
+// Sources of lengths shortest .. shortest+lengths-1 over the `words` ids from 4; by default
+// lengths 1..6 over the words 4..11 (a batch of varied lengths, so padding matters).
+std::vector<Seq> some_sources(Generator& gen, std::int64_t count, std::int64_t shortest = 1, std::int64_t lengths = 6,
+                              std::int64_t words = 8) {
   std::vector<Seq> out;
   for (std::int64_t i = 0; i < count; ++i) {
-    Seq s(1 + gen.randint(6));
-    for (auto& w : s) w = 4 + static_cast<std::int64_t>(gen.randint(8));
+    Seq s(static_cast<std::size_t>(shortest) + gen.randint(static_cast<std::uint64_t>(lengths)));
+    for (auto& w : s) w = 4 + static_cast<std::int64_t>(gen.randint(static_cast<std::uint64_t>(words)));
     out.push_back(s);
   }
   return out;
@@ -360,15 +362,8 @@ nn::ModelConfig wide_config() {
   return c;
 }
 
-std::vector<Seq> wide_sources(Generator& gen, std::int64_t count) {
-  std::vector<Seq> out;
-  for (std::int64_t i = 0; i < count; ++i) {
-    Seq s(3 + gen.randint(10));
-    for (auto& w : s) w = 4 + static_cast<std::int64_t>(gen.randint(296));
-    out.push_back(s);
-  }
-  return out;
-}
+// Sources of 3..12 tokens over the words 4..299.
+std::vector<Seq> wide_sources(Generator& gen, std::int64_t count) { return some_sources(gen, count, 3, 10, 296); }
 
 TEST_CASE("batches decoded side by side, one per thread, give each batch's output alone on 1 and 2 threads",
           "[decode][beam][parallel]") {

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <stdexcept>
@@ -73,7 +74,21 @@ void print_banner(const ServeArgs& a, int port) {
   std::cout.flush();
 }
 
-int run_serve(const ServeArgs& a) {
+// --runs: a folder. Given on the command line it must exist (a typo would show an empty list);
+// the default "runs" may not exist yet before the first training, which a note says.
+void check_runs_folder(const ServeArgs& a, bool given) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(a.runs, ec);
+  if (std::filesystem::is_directory(status)) return;
+  if (std::filesystem::exists(status))
+    throw std::invalid_argument("serve --runs: expected a folder of runs, got a file: " + a.runs);
+  if (given) throw std::invalid_argument("serve --runs: no such folder: " + a.runs);
+  std::cout << "note: no runs folder '" << a.runs << "' yet: runs appear here once `scratchformer train` writes one\n"
+            << "提示：还没有 runs 文件夹 '" << a.runs << "'：用 `scratchformer train` 训练后，运行会出现在这里\n";
+}
+
+int run_serve(const ServeArgs& a, bool runs_given) {
+  check_runs_folder(a, runs_given);
   explorer::Explorer explorer({a.runs, a.configs, a.checkpoint});
   explorer.preload_default_model();  // a bad --checkpoint is reported now, not on the first page
   explorer::Server server(explorer, {a.host, a.port});
@@ -94,12 +109,12 @@ int run_serve(const ServeArgs& a) {
 Command add_serve_command(CLI::App& app) {
   auto a = std::make_shared<ServeArgs>();
   CLI::App* cmd = app.add_subcommand("serve", "The explorer in the browser: runs, translations, attention, one step");
-  cmd->add_option("--runs", a->runs, "Folder of runs (each folder in it with a config.toml) (default: runs)");
+  CLI::Option* runs = cmd->add_option("--runs", a->runs, "Folder of runs (each folder in it with a config.toml) (default: runs)");
   cmd->add_option("--checkpoint", a->checkpoint, "One more model to use, outside the runs folder");
   cmd->add_option("--configs", a->configs, "Folder of configs the step and lesson pages may use (default: configs)");
   cmd->add_option("--host", a->host, "Address to listen on (default: 127.0.0.1, this machine only)");
   cmd->add_option("--port", a->port, "Port (default: 8080; 0 picks a free one and prints it)")->check(CLI::Range(0, 65535));
-  return {cmd, [a] { return run_serve(*a); }};
+  return {cmd, [a, runs] { return run_serve(*a, runs->count() > 0); }};
 }
 
 }  // namespace sf::cli

@@ -628,9 +628,12 @@ function modelFields() {
 // ---- page 2: translate / generate ---------------------------------------------------------------
 
 function translateBody() {
-  return {...modelFields(), text: $('#tr-text').value.trim(), mode: $('#tr-mode').value,
+  const body = {...modelFields(), text: $('#tr-text').value.trim(), mode: $('#tr-mode').value,
     beam: intValue('#tr-beam'), length_penalty: numValue('#tr-lp'), temperature: numValue('#tr-temperature'),
     top_k: intValue('#tr-topk'), top_p: numValue('#tr-topp'), seed: intValue('#tr-seed'), max_new: intValue('#tr-maxnew')};
+  // an empty length penalty: the server uses the model's (train.valid_length_penalty, as translate does)
+  if ($('#tr-lp').value.trim() === '') delete body.length_penalty;
+  return body;
 }
 
 async function runTranslate() {

@@ -390,6 +390,7 @@ TEST_CASE("command lines with missing malformed or unknown options exit 2 with o
       {"bleu --ref a --tokenize intl", {"--tokenize", "intl"}},
       {"serve --runs no-such-folder --port 0", {"--runs", "no such folder", "no-such-folder"}},
       {"serve --runs " + x + " --port 0", {"--runs", "expected a folder", "got a file"}},
+      {"bench --config " + kSourceDir + "/configs/bench.toml --decode-batch -1", {"--decode-batch", ">= 0", "got -1"}},
       {"train --config a.toml --resume=maybe", {"--resume"}},
       {"trian --config a.toml", {"trian"}},
       {"--no-such-flag", {"--no-such-flag"}},

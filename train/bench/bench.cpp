@@ -244,25 +244,15 @@ struct DecodeTiming {
 // batches' prefills / sum of the batches' times), so the two still add up to the wall time.
 DecodeTiming time_decoding(const nn::Model& model, const std::vector<std::vector<std::int64_t>>& sources,
                            const DecodeOptions& options, std::int64_t per_batch) {
-  std::vector<std::size_t> order(sources.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](std::size_t a, std::size_t b) { return sources[a].size() < sources[b].size(); });
+  const SortedBatches sorted = sort_into_batches(sources, per_batch, /*same_length=*/false);
   DecodeTiming r;
-  std::vector<Tensor> batches;
-  for (std::size_t start = 0; start < order.size(); start += static_cast<std::size_t>(per_batch)) {
-    const std::size_t end = std::min(order.size(), start + static_cast<std::size_t>(per_batch));
-    std::vector<std::vector<std::int64_t>> rows;
-    for (std::size_t i = start; i < end; ++i) rows.push_back(sources[order[i]]);
-    batches.push_back(pad_batch(rows, data::kPadId));  // (B,S)
-    r.sentences += static_cast<std::int64_t>(rows.size());
-  }
+  r.sentences = static_cast<std::int64_t>(sources.size());
   double prefill = 0;
   DecodeOptions timed = options;
   timed.prefill_seconds = &prefill;
   std::vector<double> batch_seconds;
   const auto t0 = Clock::now();
-  const auto out = translate_batches(model, batches, timed, &batch_seconds);
+  const auto out = translate_batches(model, sorted.batches, timed, &batch_seconds);
   r.seconds = seconds_since(t0);
   const double busy = std::accumulate(batch_seconds.begin(), batch_seconds.end(), 0.0);
   r.prefill_seconds = busy > 0 ? r.seconds * prefill / busy : 0;

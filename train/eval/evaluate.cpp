@@ -16,33 +16,46 @@ std::vector<std::int64_t> translation_prompt(const Tokenizers& tok, const std::v
   return prompt;
 }
 
+SortedBatches sort_into_batches(const std::vector<std::vector<std::int64_t>>& rows, std::int64_t per_batch,
+                                bool same_length) {
+  SortedBatches r;
+  r.order.resize(rows.size());
+  std::iota(r.order.begin(), r.order.end(), 0);
+  std::stable_sort(r.order.begin(), r.order.end(),
+                   [&](std::size_t a, std::size_t b) { return rows[a].size() < rows[b].size(); });
+  for (std::size_t start = 0, end = 0; start < r.order.size(); start = end) {
+    end = std::min(r.order.size(), start + static_cast<std::size_t>(per_batch));
+    if (same_length)  // stop at the first row of another length
+      end = static_cast<std::size_t>(
+          std::find_if(r.order.begin() + static_cast<std::ptrdiff_t>(start),
+                       r.order.begin() + static_cast<std::ptrdiff_t>(end),
+                       [&](std::size_t i) { return rows[i].size() != rows[r.order[start]].size(); }) -
+          r.order.begin());
+    std::vector<std::vector<std::int64_t>> batch;
+    for (std::size_t i = start; i < end; ++i) batch.push_back(rows[r.order[i]]);
+    r.spans.emplace_back(start, end);
+    r.batches.push_back(pad_batch(batch, data::kPadId));
+  }
+  return r;
+}
+
 std::vector<std::string> translate_all(const nn::Model& model, const Tokenizers& tok,
                                        const std::vector<std::vector<std::int64_t>>& src, const DecodeOptions& options,
                                        std::int64_t sentences_per_batch) {
   // A decoder-only model reads the prompt <s> source <sep> and has no key padding mask, so its
-  // batches hold sources of one length; the encoder-decoder pads.
+  // batches hold prompts of one length; the encoder-decoder pads its sources.
   const bool prompted = model.config().arch == nn::Arch::DecoderOnly;
-  // Sort by length so each batch pads little; write results back in the original order.
-  std::vector<std::size_t> order(src.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return src[a].size() < src[b].size(); });
-  // The batches: runs of `order`, each a padded (B,S) tensor, decoded side by side (translate_batches).
-  std::vector<std::pair<std::size_t, std::size_t>> spans;  // [start, end) of `order`
-  std::vector<Tensor> batches;
-  for (std::size_t start = 0, end = 0; start < order.size(); start = end) {
-    end = std::min(order.size(), start + static_cast<std::size_t>(sentences_per_batch));
-    if (prompted)  // stop at the first source of another length
-      end = std::find_if(order.begin() + static_cast<std::ptrdiff_t>(start), order.begin() + static_cast<std::ptrdiff_t>(end),
-                         [&](std::size_t i) { return src[i].size() != src[order[start]].size(); }) - order.begin();
-    std::vector<std::vector<std::int64_t>> rows;
-    for (std::size_t i = start; i < end; ++i) rows.push_back(prompted ? translation_prompt(tok, src[order[i]]) : src[order[i]]);
-    spans.emplace_back(start, end);
-    batches.push_back(pad_batch(rows, data::kPadId));
-  }
-  const auto ids = translate_batches(model, batches, options);
+  std::vector<std::vector<std::int64_t>> prompts;
+  if (prompted)
+    for (const auto& s : src) prompts.push_back(translation_prompt(tok, s));
+  // Sorted by length so each batch pads little, decoded side by side (translate_batches); the
+  // results go back in the original order.
+  const SortedBatches sorted = sort_into_batches(prompted ? prompts : src, sentences_per_batch, prompted);
+  const auto ids = translate_batches(model, sorted.batches, options);
   std::vector<std::string> out(src.size());
-  for (std::size_t b = 0; b < spans.size(); ++b)
-    for (std::size_t i = spans[b].first; i < spans[b].second; ++i) out[order[i]] = tok.tgt.decode(ids[b][i - spans[b].first]);
+  for (std::size_t b = 0; b < sorted.spans.size(); ++b)
+    for (std::size_t i = sorted.spans[b].first; i < sorted.spans[b].second; ++i)
+      out[sorted.order[i]] = tok.tgt.decode(ids[b][i - sorted.spans[b].first]);
   return out;
 }
 

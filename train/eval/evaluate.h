@@ -2,7 +2,9 @@
 // is train/task.h evaluate_task).
 #pragma once
 
+#include <cstddef>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "nn/model.h"
@@ -27,6 +29,17 @@ std::vector<std::int64_t> translation_prompt(const Tokenizers& tok, const std::v
 
 // Sentences per decoding batch in translate_all (and bench's decoding).
 constexpr std::int64_t kSentencesPerBatch = 64;
+
+// The batches translate_all decodes: rows sorted by length (stably), cut into runs of at most
+// per_batch rows (and of one length each with same_length: a decoder-only model's prompts have no
+// padding mask), each run padded into a (B,S) int64 tensor.
+struct SortedBatches {
+  std::vector<std::size_t> order;                          // row indices, shortest first
+  std::vector<std::pair<std::size_t, std::size_t>> spans;  // batch b holds order[spans[b].first .. second)
+  std::vector<Tensor> batches;                             // (B,S) each
+};
+SortedBatches sort_into_batches(const std::vector<std::vector<std::int64_t>>& rows, std::int64_t per_batch,
+                                bool same_length);
 
 // Translates token-id sources, returning detokenized text in the original order: the
 // encoder-decoder reads each source, a decoder-only model continues translation_prompt().

@@ -5,7 +5,9 @@
 // which tests/test_linear.cpp checks it against, values and gradients. Fused, it makes one node
 // instead of three, and the bias costs no pass of its own: the output starts as the bias (each
 // row a copy of it) and BLAS adds the product on top (beta = 1), so no second (R, out) tensor is
-// allocated, read and written by a separate Add.
+// allocated, read and written by a separate Add. While a model decodes, the weight is a copy
+// packed once for the whole decoding (runtime/packed_linear.h) instead of BLAS packing it again
+// at every step.
 //
 // Shapes: x (..., in), weight (out, in), bias (out) or undefined -> y (..., out).
 // R = the product of x's leading dims; X = x seen as (R, in), Y = y as (R, out).
@@ -15,7 +17,9 @@
 #include <string>
 
 #include "autograd/exercise.h"
+#include "autograd/runtime/bf16.h"
 #include "autograd/runtime/gemm.h"
+#include "autograd/runtime/packed_linear.h"
 #include "autograd/kernels.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
@@ -36,6 +40,15 @@ void linear_forward_kernel(const T* x, const T* w, const T* bias, T* y, std::int
   //   X (R, in) @ W^T (in, out): W is stored (out, in), so BLAS reads it with the transpose flag
   gemm(/*trans_a=*/false, /*trans_b=*/true, static_cast<int>(rows), static_cast<int>(out), static_cast<int>(in), x,
        static_cast<int>(in), w, static_cast<int>(in), y, static_cast<int>(out), /*accumulate=*/bias != nullptr);
+}
+
+// The packed weights to use for this product, or nullptr for gemm: inside a PackedWeightsScope
+// (decoding), for a float32 parameter weight while matrix products run in float32.
+PackedWeights* packed_weights_for(const Tensor& x, const Tensor& weight) {
+  PackedWeights* packed = packed_weights_in_use();
+  if (!packed || x.dtype() != Dtype::Float32 || matmul_precision() != MatmulPrecision::Float32) return nullptr;
+  const bool parameter = weight.is_leaf() && weight.requires_grad() && weight.is_contiguous();
+  return parameter ? packed : nullptr;
 }
 
 void check_linear_args(const Tensor& x, const Tensor& weight, const Tensor& bias) {
@@ -81,6 +94,12 @@ struct Linear final : Node {
     if (in == 0) {  // a product of no terms: y is the bias alone
       if (b.defined()) y.copy_(b.expand(out_shape));
       else y.fill_(0.0);
+    } else if (PackedWeights* packed = packed_weights_for(x, weight); packed && y.numel() > 0) {
+      // decoding: W packed once, reused every step (runtime/packed_linear.h)
+      float* y_data = y.data<float>();
+      if (b.defined())  // y starts as the bias, each row
+        for (std::int64_t r = 0; r < rows; ++r) std::copy_n(b.data<float>(), out, y_data + r * out);
+      packed_linear(x2d.data<float>(), rows, packed->get(w.data<float>(), out, in), y_data, b.defined());
     } else if (y.numel() > 0) {
       dispatch_float(x.dtype(), "linear", [&](auto tag) {
         using T = decltype(tag);

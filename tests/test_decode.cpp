@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "autograd/node.h"
+#include "autograd/runtime/packed_linear.h"
 #include "autograd/runtime/threads.h"
 #include "data/tokenizer.h"
 #include "nn/seq2seq.h"
@@ -422,4 +423,26 @@ TEST_CASE("a model's logits computed on one thread inside a parallel loop have t
   set_num_threads(before);
   REQUIRE(outside.size() == inside[0].size());
   for (const auto& v : inside) CHECK(std::memcmp(v.data(), outside.data(), outside.size() * sizeof(float)) == 0);
+}
+
+// Decoding runs Linear on weights packed once (autograd/runtime/packed_linear.h): an enclosing
+// PackedWeights is used (translate_batches shares one between its batches), filled on the first
+// decoding and only read by the next. That the packed kernel's results do not depend on the
+// batch is what makes "alone = in a batch" and "cached = uncached" above hold bit for bit.
+TEST_CASE("decoding packs the weights it multiplies once and reuses them", "[decode][packed]") {
+  RandomModel m(wide_config(), 73, 4.0, Dtype::Float32);
+  Generator gen(74);
+  const Tensor src = train::pad_batch(wide_sources(gen, 8), kPad);
+  PackedWeights weights;
+  PackedWeightsScope scope(weights);
+  for (const std::int64_t beam : {1, 3}) {
+    train::DecodeOptions opt;
+    opt.beam = beam;
+    train::translate_batch(m.model, src, opt);
+    INFO("beam " << beam);
+    CHECK(weights.size() > 0);
+  }
+  const std::size_t packed = weights.size();
+  train::translate_batches(m.model, {src, src}, train::DecodeOptions{});
+  CHECK(weights.size() == packed);  // translate_batches shares the enclosing one: nothing new to pack
 }

@@ -11,6 +11,7 @@
 #include "autograd/exercise.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
+#include "autograd/runtime/packed_linear.h"
 #include "autograd/runtime/threads.h"
 #include "data/tokenizer.h"
 
@@ -119,10 +120,21 @@ static std::unique_ptr<nn::DecodeState> prefill(const nn::Model& model, const Te
   return state;
 }
 
+// Decoding multiplies the same weights by a few rows at every step: Linear then uses copies of
+// the weights packed once (autograd/runtime/packed_linear.h). The copies of the enclosing
+// decoding (translate_batches) when there is one, else this decoding's own.
+namespace {
+struct DecodingWeights {
+  PackedWeights own;
+  PackedWeightsScope scope{packed_weights_in_use() ? *packed_weights_in_use() : own};
+};
+}  // namespace
+
 // ---- greedy -------------------------------------------------------------------------------
 std::vector<std::vector<std::int64_t>> greedy_decode(const nn::Model& model, const Tensor& src,
                                                      const DecodeOptions& opt) {
   NoGradGuard no_grad;
+  DecodingWeights packed_weights;
   const auto state = prefill(model, src, opt);  // the encoder reads the source once
   std::int64_t longest = 0;
   const auto limit = length_limits(model, src, *state, opt, longest);
@@ -259,6 +271,7 @@ std::vector<std::vector<BeamHypothesis>> ranked_hypotheses(Beams& beams) {
 std::vector<std::vector<BeamHypothesis>> beam_search_hypotheses(const nn::Model& model, const Tensor& src,
                                                                 const DecodeOptions& opt) {
   NoGradGuard no_grad;
+  DecodingWeights packed_weights;
   const std::int64_t B = src.size(0), K = opt.beam, pad = model.config().pad_id;
   if (K < 1) throw std::invalid_argument("beam_search: beam must be >= 1, got " + std::to_string(K));
   const auto state = prefill(model, src, opt);  // the encoder reads the source once
@@ -306,10 +319,13 @@ std::vector<std::vector<std::vector<std::int64_t>>> translate_batches(const nn::
   std::vector<double> prefill(n, 0.0), seconds(n, 0.0);
   std::vector<std::exception_ptr> errors(n);  // an exception may not leave an OpenMP loop
   const int threads = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(num_threads()), n));
+  PackedWeights own_weights;  // packed once, shared by the batches (see DecodingWeights)
+  PackedWeights& packed_weights = packed_weights_in_use() ? *packed_weights_in_use() : own_weights;
   // schedule(dynamic, 1): a thread that finishes a batch takes the next one (batches differ in length)
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1) if (threads > 1)
   for (std::size_t i = 0; i < n; ++i) {
     try {
+      PackedWeightsScope use_packed(packed_weights);
       DecodeOptions own = opt;  // each batch adds its prefill time to its own counter
       own.prefill_seconds = &prefill[i];
       const auto start = std::chrono::steady_clock::now();

@@ -1,0 +1,145 @@
+// packed_linear: see packed_linear.h for the layout and why decoding packs its weights once.
+#include "autograd/runtime/packed_linear.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "autograd/runtime/gemm.h"
+
+namespace sf {
+
+namespace {
+
+// 16 floats, one AVX-512 register (GCC's vector extension: + and * work element by element, and
+// a float times a Vec16 multiplies every element by it; -march=native picks the instructions).
+using Vec16 = float __attribute__((vector_size(64)));
+
+Vec16 load16(const float* p) {
+  Vec16 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+void store16(float* p, Vec16 v) { std::memcpy(p, &v, sizeof v); }
+
+// Rows of y one call of the kernel keeps in registers: 8 rows x 2 vectors = 16 accumulators.
+constexpr std::int64_t kBlockRows = 8;
+
+// The micro-kernel: rows [0, R) of x (row stride k) times one panel -> the first `cols`
+// (<= 32) columns of R rows of y (row stride ldy).
+//   acc[r] = sum over kk = 0 .. k-1 of x[r][kk] * panel[kk][0:32], one multiply-add per step
+// With `next` (the next panel, on the first row block), it also asks the cache to fetch that panel
+// from memory while this one is computed (the weights are read once from memory per product).
+template <int R>
+void packed_block(const float* x, std::int64_t k, const float* panel, float* y, std::int64_t ldy, std::int64_t cols,
+                  bool accumulate, const float* next) {
+  Vec16 acc[R][2];
+  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = Vec16{};
+  for (std::int64_t kk = 0; kk < k; ++kk) {
+    if (next) {  // two 64-byte lines: row kk of the next panel
+      __builtin_prefetch(next + kk * kPackedPanel);
+      __builtin_prefetch(next + kk * kPackedPanel + 16);
+    }
+    const Vec16 w0 = load16(panel + kk * kPackedPanel), w1 = load16(panel + kk * kPackedPanel + 16);
+    for (int r = 0; r < R; ++r) {
+      const float a = x[r * k + kk];
+      acc[r][0] += a * w0;
+      acc[r][1] += a * w1;
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    float* y_row = y + r * ldy;
+    if (cols == kPackedPanel) {  // a whole panel: two vector stores
+      store16(y_row, accumulate ? load16(y_row) + acc[r][0] : acc[r][0]);
+      store16(y_row + 16, accumulate ? load16(y_row + 16) + acc[r][1] : acc[r][1]);
+    } else {  // the last panel of an n that is not a multiple of 32
+      float sums[kPackedPanel];
+      store16(sums, acc[r][0]);
+      store16(sums + 16, acc[r][1]);
+      for (std::int64_t c = 0; c < cols; ++c) y_row[c] = accumulate ? y_row[c] + sums[c] : sums[c];
+    }
+  }
+}
+
+// packed_block for the R = rows (1 .. 8) rows left at x.
+void packed_rows(std::int64_t rows, const float* x, std::int64_t k, const float* panel, float* y, std::int64_t ldy,
+                 std::int64_t cols, bool accumulate, const float* next) {
+  switch (rows) {
+    case 8: packed_block<8>(x, k, panel, y, ldy, cols, accumulate, next); break;
+    case 7: packed_block<7>(x, k, panel, y, ldy, cols, accumulate, next); break;
+    case 6: packed_block<6>(x, k, panel, y, ldy, cols, accumulate, next); break;
+    case 5: packed_block<5>(x, k, panel, y, ldy, cols, accumulate, next); break;
+    case 4: packed_block<4>(x, k, panel, y, ldy, cols, accumulate, next); break;
+    case 3: packed_block<3>(x, k, panel, y, ldy, cols, accumulate, next); break;
+    case 2: packed_block<2>(x, k, panel, y, ldy, cols, accumulate, next); break;
+    case 1: packed_block<1>(x, k, panel, y, ldy, cols, accumulate, next); break;
+    default: break;
+  }
+}
+
+// Panel p of y: every row block of x against panel p's 32 columns.
+void packed_panel(const float* x, std::int64_t m, const PackedWeight& w, std::int64_t p, float* y, bool accumulate) {
+  const float* panel = w.data.data() + p * w.k * kPackedPanel;
+  const std::int64_t col0 = p * kPackedPanel, cols = std::min(kPackedPanel, w.n - col0);
+  const float* next = p + 1 < w.panels() ? panel + w.k * kPackedPanel : nullptr;
+  for (std::int64_t i = 0; i < m; i += kBlockRows)
+    packed_rows(std::min(kBlockRows, m - i), x + i * w.k, w.k, panel, y + i * w.n + col0, w.n, cols, accumulate,
+                i == 0 ? next : nullptr);
+}
+
+thread_local PackedWeights* t_packed_weights = nullptr;  // this thread's innermost scope
+
+}  // namespace
+
+PackedWeight pack_weight(const float* w, std::int64_t n, std::int64_t k) {
+  PackedWeight packed;
+  packed.n = n;
+  packed.k = k;
+  packed.data.assign(static_cast<std::size_t>(packed.panels() * k * kPackedPanel), 0.0f);
+  for (std::int64_t j = 0; j < n; ++j) {  // row j of W becomes column j % 32 of panel j / 32
+    float* column = packed.data.data() + (j / kPackedPanel) * k * kPackedPanel + j % kPackedPanel;
+    for (std::int64_t kk = 0; kk < k; ++kk) column[kk * kPackedPanel] = w[j * k + kk];
+  }
+  return packed;
+}
+
+void packed_linear(const float* x, std::int64_t m, const PackedWeight& w, float* y, bool accumulate) {
+  const std::int64_t panels = w.panels();
+  const bool small = m * w.n * w.k < kGemmParallelMinMacs;
+  const int threads = omp_in_parallel() || small ? 1 : static_cast<int>(std::min<std::int64_t>(omp_get_max_threads(), panels));
+  // Each panel is whole on one thread, so the split changes no sum.
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
+  for (std::int64_t p = 0; p < panels; ++p) packed_panel(x, m, w, p, y, accumulate);
+}
+
+void packed_linear_reference(const float* x, std::int64_t m, const float* w, std::int64_t n, std::int64_t k, float* y,
+                             bool accumulate) {
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t j = 0; j < n; ++j) {
+      float sum = 0.0f;
+      for (std::int64_t kk = 0; kk < k; ++kk) sum += x[i * k + kk] * w[j * k + kk];
+      y[i * n + j] = accumulate ? y[i * n + j] + sum : sum;
+    }
+}
+
+const PackedWeight& PackedWeights::get(const float* w, std::int64_t n, std::int64_t k) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto& slot = packed_[{w, {n, k}}];
+  if (!slot) slot = std::make_unique<PackedWeight>(pack_weight(w, n, k));  // first use: pack it
+  return *slot;
+}
+
+std::size_t PackedWeights::size() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return packed_.size();
+}
+
+PackedWeightsScope::PackedWeightsScope(PackedWeights& weights) : previous_(t_packed_weights) {
+  t_packed_weights = &weights;
+}
+PackedWeightsScope::~PackedWeightsScope() { t_packed_weights = previous_; }
+
+PackedWeights* packed_weights_in_use() { return t_packed_weights; }
+
+}  // namespace sf

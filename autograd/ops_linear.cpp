@@ -18,6 +18,7 @@
 
 #include "autograd/exercise.h"
 #include "autograd/runtime/bf16.h"
+#include "autograd/runtime/cpu_features.h"
 #include "autograd/runtime/gemm.h"
 #include "autograd/runtime/packed_linear.h"
 #include "autograd/kernels.h"
@@ -43,10 +44,12 @@ void linear_forward_kernel(const T* x, const T* w, const T* bias, T* y, std::int
 }
 
 // The packed weights to use for this product, or nullptr for gemm: inside a PackedWeightsScope
-// (decoding), for a float32 parameter weight while matrix products run in float32.
+// (decoding), for a float32 parameter weight, while matrix products run in float32 or in bf16
+// on a CPU with AVX512-BF16.
 PackedWeights* packed_weights_for(const Tensor& x, const Tensor& weight) {
   PackedWeights* packed = packed_weights_in_use();
-  if (!packed || x.dtype() != Dtype::Float32 || matmul_precision() != MatmulPrecision::Float32) return nullptr;
+  if (!packed || x.dtype() != Dtype::Float32) return nullptr;
+  if (matmul_precision() == MatmulPrecision::Bf16 && !has_avx512_bf16()) return nullptr;
   const bool parameter = weight.is_leaf() && weight.requires_grad() && weight.is_contiguous();
   return parameter ? packed : nullptr;
 }
@@ -99,7 +102,8 @@ struct Linear final : Node {
       float* y_data = y.data<float>();
       if (b.defined())  // y starts as the bias, each row
         for (std::int64_t r = 0; r < rows; ++r) std::copy_n(b.data<float>(), out, y_data + r * out);
-      packed_linear(x2d.data<float>(), rows, packed->get(w.data<float>(), out, in), y_data, b.defined());
+      const bool bf16 = matmul_precision() == MatmulPrecision::Bf16;
+      packed_linear(x2d.data<float>(), rows, packed->get(w.data<float>(), out, in, bf16), y_data, b.defined());
     } else if (y.numel() > 0) {
       dispatch_float(x.dtype(), "linear", [&](auto tag) {
         using T = decltype(tag);

@@ -3,7 +3,9 @@
 //
 // Letters: M rows of x, K = in, N = out; y (M,N) = x (M,K) @ W^T with W (N,K).
 // Tags: [linear] on all; [packed]; [reference] where the kernel is checked against the plain loop.
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <vector>
 
 #include "autograd/kernels.h"
@@ -112,17 +114,84 @@ TEST_CASE("PackedWeightsScope routes Linear on parameters to packed_linear", "[l
   CHECK(linear(x, w, bias).to_vector<float>() == plain);  // after the scope: BLAS again
 }
 
-TEST_CASE("PackedWeightsScope leaves bf16 matrix products to the bf16 units", "[linear][packed][bf16]") {
-  if (bf16_unit() == Bf16Unit::None) {
-    WARN("skipped: bf16 matrix products need AMX-BF16 or AVX512-BF16; this CPU has " << bf16_units_found());
-    return;
+// ---- bf16 ---------------------------------------------------------------------------------------
+
+bool has_bf16_kernel(const char* what) {
+  if (has_avx512_bf16()) return true;
+  WARN("skipped: " << what << " needs AVX512-BF16; this CPU has " << bf16_units_found());
+  return false;
+}
+
+TEST_CASE("packed_linear in bf16 matches gemm_bf16_reference on every edge of its blocks",
+          "[linear][packed][bf16][reference]") {
+  if (!has_bf16_kernel("packed_linear in bf16")) return;
+  Generator gen(45);
+  // K = 17, 5 and 1 are odd: the last pair is padded with a zero.
+  for (const auto& [m, n, k] : std::vector<std::array<std::int64_t, 3>>{
+           {1, 1, 1}, {8, 32, 16}, {9, 33, 17}, {13, 70, 5}, {32, 8000, 256}}) {
+    const Tensor x = randn({m, k}, gen), w = randn({n, k}, gen), bias = randn({n}, gen);
+    for (const bool accumulate : {false, true}) {
+      INFO("M " << m << " N " << n << " K " << k << " accumulate " << accumulate);
+      std::vector<float> fast = accumulate ? contiguous(bias.expand({m, n})).to_vector<float>()
+                                           : std::vector<float>(static_cast<std::size_t>(m * n), 0.0f);
+      std::vector<float> ref = fast;
+      const std::vector<float> start = fast;
+      packed_linear(x.data<float>(), m, pack_weight_bf16(w.data<float>(), n, k), fast.data(), accumulate);
+      gemm_bf16_reference(false, true, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), x.data<float>(),
+                          static_cast<int>(k), w.data<float>(), static_cast<int>(k), ref.data(), static_cast<int>(n),
+                          accumulate);
+      // The same rounded inputs and exact products: only float32's sums (and start + sum) differ.
+      const float* xd = x.data<float>();
+      const float* wd = w.data<float>();
+      double worst = 0;
+      for (std::int64_t i = 0; i < m; ++i)
+        for (std::int64_t j = 0; j < n; ++j) {
+          double abs_product = 0;
+          for (std::int64_t kk = 0; kk < k; ++kk)
+            abs_product += std::abs(double(round_to_bf16(xd[i * k + kk])) * round_to_bf16(wd[j * k + kk]));
+          const std::size_t at = static_cast<std::size_t>(i * n + j);
+          const double allowed = (k + 2) * kUnitRoundoff32 * (abs_product + std::abs(start[at]));
+          worst = std::max(worst, std::abs(double(fast[at]) - ref[at]) / allowed);
+        }
+      INFO("worst error / allowed " << worst);
+      REQUIRE(worst <= 1.0);
+    }
   }
-  Generator gen(44);
+}
+
+TEST_CASE("packed_linear in bf16: a row's result does not depend on the other rows or the thread count",
+          "[linear][packed][bf16]") {
+  if (!has_bf16_kernel("packed_linear in bf16")) return;
+  Generator gen(46);
+  const std::int64_t m = 37, n = 1000, k = 64;
+  const Tensor x = randn({m, k}, gen), w = randn({n, k}, gen);
+  const PackedWeight packed = pack_weight_bf16(w.data<float>(), n, k);
+  auto run = [&](const Tensor& rows) {
+    Tensor y = zeros({rows.size(0), n});
+    packed_linear(rows.data<float>(), rows.size(0), packed, y.data<float>(), false);
+    return y;
+  };
+  const auto [one, two] = test::on_one_and_two_threads([&] { return run(x); });
+  REQUIRE(one == two);
+  const Tensor all = run(x);
+  for (std::int64_t i : {0, 12, 36})
+    REQUIRE(run(contiguous(x.narrow(0, i, 1))).to_vector<float>() ==
+            contiguous(all.narrow(0, i, 1)).to_vector<float>());
+}
+
+TEST_CASE("PackedWeightsScope under bf16 matrix products packs bf16 copies", "[linear][packed][bf16]") {
+  if (!has_bf16_kernel("packed_linear in bf16")) return;
+  Generator gen(47);
   const Tensor x = randn({6, 32}, gen), w = parameter({48, 32}, gen);
   NoGradGuard no_grad;
   PackedWeights weights;
   PackedWeightsScope scope(weights);
+  const std::vector<float> f32 = linear(x, w, Tensor()).to_vector<float>();  // packed in float32
   MatmulPrecisionScope bf16(MatmulPrecision::Bf16);
-  linear(x, w, Tensor());
-  CHECK(weights.size() == 0);
+  const std::vector<float> in_bf16 = linear(x, w, Tensor()).to_vector<float>();
+  CHECK(weights.size() == 2);  // the float32 and the bf16 packing of one weight
+  Tensor expected = zeros({6, 48});
+  packed_linear(x.data<float>(), 6, pack_weight_bf16(w.data<float>(), 48, 32), expected.data<float>(), false);
+  CHECK(in_bf16 == expected.to_vector<float>());
+  CHECK(in_bf16 != f32);  // it really rounded
 }

@@ -91,6 +91,8 @@ Bf16Unit bf16_unit() {
   return unit;
 }
 
+bool has_avx512_bf16() { return bf16_unit() != Bf16Unit::None && cpuid_bits().avx512_bf16; }
+
 const char* bf16_unit_name(Bf16Unit unit) {
   switch (unit) {
     case Bf16Unit::AmxBf16: return "amx-bf16";

@@ -31,6 +31,9 @@ const char* bf16_unit_name(Bf16Unit unit);
 // What CPUID says, unit by unit, for error messages and logs:
 // "AMX-BF16 no, AVX512-BF16 yes (CPUID leaf 7)".
 std::string bf16_units_found();
+// AVX512-BF16's VDPBF16PS is there (and not hidden by SCRATCHFORMER_BF16_UNITS = none): decoding's
+// packed bf16 kernel (packed_linear.h) needs it. True on every CPU with AMX-BF16 so far.
+bool has_avx512_bf16();
 // Throws std::runtime_error naming `what` (e.g. "train.precision = \"bf16\"") and what the CPU
 // lacks when bf16_unit() is None.
 void require_bf16_unit(const std::string& what);

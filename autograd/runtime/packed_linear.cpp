@@ -1,11 +1,15 @@
 // packed_linear: see packed_linear.h for the layout and why decoding packs its weights once.
 #include "autograd/runtime/packed_linear.h"
 
+#include <immintrin.h>
 #include <omp.h>
 
 #include <algorithm>
 #include <cstring>
+#include <stdexcept>
 
+#include "autograd/runtime/bf16.h"
+#include "autograd/runtime/cpu_features.h"
 #include "autograd/runtime/gemm.h"
 
 namespace sf {
@@ -88,6 +92,79 @@ void packed_panel(const float* x, std::int64_t m, const PackedWeight& w, std::in
                 i == 0 ? next : nullptr);
 }
 
+// ---- bf16: the same blocks, two k at a time on VDPBF16PS ------------------------------------
+// These functions use AVX512-BF16 instructions whatever -march says; they run only where
+// has_avx512_bf16() (packed_linear checks).
+#define SF_TARGET_AVX512_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+
+// x16: rows [0, R) of x in bf16 (row stride 2 * pairs, zero-padded to an even k). For each pair
+// q, every 32-bit lane of `a` holds (x[r][2q], x[r][2q+1]) and each lane i of w0 / w1 holds
+// (W[i][2q], W[i][2q+1]) for columns i and 16 + i: VDPBF16PS adds both products to lane i.
+template <int R>
+SF_TARGET_AVX512_BF16 void packed_block_bf16(const std::uint16_t* x16, std::int64_t pairs, const std::uint16_t* panel,
+                                             float* y, std::int64_t ldy, std::int64_t cols, bool accumulate,
+                                             const std::uint16_t* next) {
+  __m512 acc[R][2];
+  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+  for (std::int64_t q = 0; q < pairs; ++q) {
+    if (next) {  // pair q of the next panel: two 64-byte lines
+      __builtin_prefetch(next + q * 2 * kPackedPanel);
+      __builtin_prefetch(next + q * 2 * kPackedPanel + kPackedPanel);
+    }
+    const __m512bh w0 = (__m512bh)_mm512_loadu_si512(panel + q * 2 * kPackedPanel);
+    const __m512bh w1 = (__m512bh)_mm512_loadu_si512(panel + q * 2 * kPackedPanel + kPackedPanel);
+    for (int r = 0; r < R; ++r) {
+      std::int32_t pair;
+      std::memcpy(&pair, x16 + r * 2 * pairs + 2 * q, sizeof pair);
+      const __m512bh a = (__m512bh)_mm512_set1_epi32(pair);
+      acc[r][0] = _mm512_dpbf16_ps(acc[r][0], a, w0);
+      acc[r][1] = _mm512_dpbf16_ps(acc[r][1], a, w1);
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    float sums[kPackedPanel];
+    _mm512_storeu_ps(sums, acc[r][0]);
+    _mm512_storeu_ps(sums + 16, acc[r][1]);
+    float* y_row = y + r * ldy;
+    for (std::int64_t c = 0; c < cols; ++c) y_row[c] = accumulate ? y_row[c] + sums[c] : sums[c];
+  }
+}
+
+SF_TARGET_AVX512_BF16 void packed_rows_bf16(std::int64_t rows, const std::uint16_t* x16, std::int64_t pairs,
+                                            const std::uint16_t* panel, float* y, std::int64_t ldy, std::int64_t cols,
+                                            bool accumulate, const std::uint16_t* next) {
+  switch (rows) {
+    case 8: packed_block_bf16<8>(x16, pairs, panel, y, ldy, cols, accumulate, next); break;
+    case 7: packed_block_bf16<7>(x16, pairs, panel, y, ldy, cols, accumulate, next); break;
+    case 6: packed_block_bf16<6>(x16, pairs, panel, y, ldy, cols, accumulate, next); break;
+    case 5: packed_block_bf16<5>(x16, pairs, panel, y, ldy, cols, accumulate, next); break;
+    case 4: packed_block_bf16<4>(x16, pairs, panel, y, ldy, cols, accumulate, next); break;
+    case 3: packed_block_bf16<3>(x16, pairs, panel, y, ldy, cols, accumulate, next); break;
+    case 2: packed_block_bf16<2>(x16, pairs, panel, y, ldy, cols, accumulate, next); break;
+    case 1: packed_block_bf16<1>(x16, pairs, panel, y, ldy, cols, accumulate, next); break;
+    default: break;
+  }
+}
+
+SF_TARGET_AVX512_BF16 void packed_panel_bf16(const std::uint16_t* x16, std::int64_t m, const PackedWeight& w,
+                                             std::int64_t p, float* y, bool accumulate) {
+  const std::int64_t pairs = w.pairs(), panel_size = pairs * 2 * kPackedPanel;
+  const std::uint16_t* panel = w.data16.data() + p * panel_size;
+  const std::int64_t col0 = p * kPackedPanel, cols = std::min(kPackedPanel, w.n - col0);
+  const std::uint16_t* next = p + 1 < w.panels() ? panel + panel_size : nullptr;
+  for (std::int64_t i = 0; i < m; i += kBlockRows)
+    packed_rows_bf16(std::min(kBlockRows, m - i), x16 + i * 2 * pairs, pairs, panel, y + i * w.n + col0, w.n, cols,
+                     accumulate, i == 0 ? next : nullptr);
+}
+
+// x (m, k) rounded to bf16 into rows of 2 * pairs values (the last one 0 when k is odd).
+void round_x_to_bf16(const float* x, std::int64_t m, std::int64_t k, std::int64_t pairs,
+                     std::vector<std::uint16_t>& x16) {
+  x16.assign(static_cast<std::size_t>(m * 2 * pairs), 0);
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t kk = 0; kk < k; ++kk) x16[i * 2 * pairs + kk] = float_to_bf16(x[i * k + kk]);
+}
+
 thread_local PackedWeights* t_packed_weights = nullptr;  // this thread's innermost scope
 
 }  // namespace
@@ -104,13 +181,39 @@ PackedWeight pack_weight(const float* w, std::int64_t n, std::int64_t k) {
   return packed;
 }
 
+PackedWeight pack_weight_bf16(const float* w, std::int64_t n, std::int64_t k) {
+  PackedWeight packed;
+  packed.n = n;
+  packed.k = k;
+  packed.bf16 = true;
+  const std::int64_t pairs = packed.pairs();
+  packed.data16.assign(static_cast<std::size_t>(packed.panels() * pairs * 2 * kPackedPanel), 0);
+  for (std::int64_t j = 0; j < n; ++j) {  // W[j][kk] -> panel j / 32, pair kk / 2, column j % 32, slot kk % 2
+    std::uint16_t* column =
+        packed.data16.data() + (j / kPackedPanel) * pairs * 2 * kPackedPanel + (j % kPackedPanel) * 2;
+    for (std::int64_t kk = 0; kk < k; ++kk) column[(kk / 2) * 2 * kPackedPanel + kk % 2] = float_to_bf16(w[j * k + kk]);
+  }
+  return packed;
+}
+
 void packed_linear(const float* x, std::int64_t m, const PackedWeight& w, float* y, bool accumulate) {
   const std::int64_t panels = w.panels();
   const bool small = m * w.n * w.k < kGemmParallelMinMacs;
-  const int threads = omp_in_parallel() || small ? 1 : static_cast<int>(std::min<std::int64_t>(omp_get_max_threads(), panels));
-  // Each panel is whole on one thread, so the split changes no sum.
+  const int threads =
+      omp_in_parallel() || small ? 1 : static_cast<int>(std::min<std::int64_t>(omp_get_max_threads(), panels));
+  if (!w.bf16) {
+    // Each panel is whole on one thread, so the split changes no sum.
 #pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
-  for (std::int64_t p = 0; p < panels; ++p) packed_panel(x, m, w, p, y, accumulate);
+    for (std::int64_t p = 0; p < panels; ++p) packed_panel(x, m, w, p, y, accumulate);
+    return;
+  }
+  if (!has_avx512_bf16())
+    throw std::runtime_error("packed_linear: a bf16 packing needs AVX512-BF16; this CPU has " + bf16_units_found());
+  thread_local std::vector<std::uint16_t> x16;  // this thread's x in bf16, reused from call to call
+  round_x_to_bf16(x, m, w.k, w.pairs(), x16);
+  const std::uint16_t* x16_data = x16.data();
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
+  for (std::int64_t p = 0; p < panels; ++p) packed_panel_bf16(x16_data, m, w, p, y, accumulate);
 }
 
 void packed_linear_reference(const float* x, std::int64_t m, const float* w, std::int64_t n, std::int64_t k, float* y,
@@ -123,10 +226,10 @@ void packed_linear_reference(const float* x, std::int64_t m, const float* w, std
     }
 }
 
-const PackedWeight& PackedWeights::get(const float* w, std::int64_t n, std::int64_t k) {
+const PackedWeight& PackedWeights::get(const float* w, std::int64_t n, std::int64_t k, bool bf16) {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto& slot = packed_[{w, {n, k}}];
-  if (!slot) slot = std::make_unique<PackedWeight>(pack_weight(w, n, k));  // first use: pack it
+  auto& slot = packed_[{w, n, k, bf16}];
+  if (!slot) slot = std::make_unique<PackedWeight>(bf16 ? pack_weight_bf16(w, n, k) : pack_weight(w, n, k));
   return *slot;
 }
 

@@ -20,6 +20,12 @@
 // KV cache or without. packed_linear_reference is the plain triple loop it is tested against
 // (tests/test_packed_linear.cpp).
 //
+// With matrix products in bf16 (bf16.h) the panels hold bf16 pairs instead, on a CPU with
+// AVX512-BF16 (cpu_features.h has_avx512_bf16):
+//   data16[p][q][c][0..1] = bf16(W[32p + c][2q]), bf16(W[32p + c][2q + 1])     (0 past N or K)
+// x is rounded to bf16 first, and VDPBF16PS adds x[i][2q] * w[2q] + x[i][2q+1] * w[2q+1] to each
+// float32 sum: the arithmetic gemm_bf16 does (its plain reference is gemm_bf16_reference).
+//
 // PackedWeights holds the packed copies for one decoding; PackedWeightsScope makes Linear
 // (ops_linear.cpp) use them on this thread. Decoding (train/eval/decode.cpp) opens one.
 #pragma once
@@ -28,7 +34,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <utility>
+#include <tuple>
 #include <vector>
 
 namespace sf {
@@ -36,17 +42,23 @@ namespace sf {
 // Output columns per panel: two 16-float vectors (one AVX-512 register each).
 constexpr std::int64_t kPackedPanel = 32;
 
-// A weight W (n, k) in panels (see the top). data has panels() * k * kPackedPanel floats.
+// A weight W (n, k) in panels (see the top): float32 in data (panels() * k * kPackedPanel floats)
+// or, with bf16, bf16 pairs in data16 (panels() * pairs() * 2 * kPackedPanel values).
 struct PackedWeight {
   std::int64_t n = 0, k = 0;
+  bool bf16 = false;
   std::vector<float> data;
+  std::vector<std::uint16_t> data16;
   std::int64_t panels() const { return (n + kPackedPanel - 1) / kPackedPanel; }
+  std::int64_t pairs() const { return (k + 1) / 2; }
 };
 
-// Packs W: (n, k) row-major (row stride k).
+// Packs W: (n, k) row-major (row stride k), in float32 or rounded to bf16 pairs.
 PackedWeight pack_weight(const float* w, std::int64_t n, std::int64_t k);
+PackedWeight pack_weight_bf16(const float* w, std::int64_t n, std::int64_t k);
 
-// y (m, n) = x (m, k) @ W^T, or y += that with accumulate (Linear starts y as the bias).
+// y (m, n) = x (m, k) @ W^T, or y += that with accumulate (Linear starts y as the bias); a bf16
+// packing rounds x to bf16 too (and throws std::runtime_error on a CPU without AVX512-BF16).
 // Runs on the OpenMP threads (panels split between them) unless called inside a parallel region
 // or the product is small (gemm.h's kGemmParallelMinMacs).
 void packed_linear(const float* x, std::int64_t m, const PackedWeight& w, float* y, bool accumulate);
@@ -59,18 +71,19 @@ void packed_linear_reference(const float* x, std::int64_t m, const float* w, std
 // threads (batches decoding side by side). The weights must not change while it is in use.
 class PackedWeights {
  public:
-  // The packing of W (n, k) at `w`.
-  const PackedWeight& get(const float* w, std::int64_t n, std::int64_t k);
+  // The packing of W (n, k) at `w`, in float32 or bf16.
+  const PackedWeight& get(const float* w, std::int64_t n, std::int64_t k, bool bf16 = false);
   std::size_t size() const;  // weights packed so far
 
  private:
   mutable std::mutex mutex_;
-  std::map<std::pair<const float*, std::pair<std::int64_t, std::int64_t>>, std::unique_ptr<PackedWeight>> packed_;
+  std::map<std::tuple<const float*, std::int64_t, std::int64_t, bool>, std::unique_ptr<PackedWeight>> packed_;
 };
 
 // While alive, a Linear forward on this thread whose weight is a parameter (a leaf that requires
-// grad, so its storage outlives the scope), in float32 with matrix products in float32, runs
-// packed_linear on `weights`. Scopes nest; the innermost wins.
+// grad, so its storage outlives the scope), in float32, runs packed_linear on `weights`: packed
+// in float32 while matrix products are float32, in bf16 while they are bf16 on a CPU with
+// AVX512-BF16 (without it, gemm_bf16 as outside the scope). Scopes nest; the innermost wins.
 class PackedWeightsScope {
  public:
   explicit PackedWeightsScope(PackedWeights& weights);

@@ -98,11 +98,15 @@ TEST_CASE("bf16 on a CPU without bf16 units exits 2 with one line naming what is
   ::setenv("SCRATCHFORMER_BF16_UNITS", "none", 1);
   const CliResult train = run_cli(train_args(small_reverse_run(tmp, run, {"train.precision=bf16"})), tmp);
   const CliResult translate = run_cli("translate --precision bf16 --checkpoint " + quoted(tmp / "none.safetensors"), tmp);
+  const CliResult eval = run_cli("eval --precision bf16 --checkpoint " + quoted(tmp / "none.safetensors") + " --src " +
+                                     quoted(tmp / "none.de") + " --ref " + quoted(tmp / "none.en"),
+                                 tmp);
   ::unsetenv("SCRATCHFORMER_BF16_UNITS");
   check_one_line_error(train, {"train.precision = \"bf16\" needs a CPU with bf16 matrix units, AMX-BF16 or AVX512-BF16",
                                "SCRATCHFORMER_BF16_UNITS=none", "Use float32"});
   CHECK_FALSE(fs::exists(run));  // refused before anything was written
   check_one_line_error(translate, {"--precision bf16 needs a CPU with bf16 matrix units"});
+  check_one_line_error(eval, {"--precision bf16 needs a CPU with bf16 matrix units"});
 }
 
 // ---- corpora --------------------------------------------------------------------------------
@@ -387,6 +391,8 @@ TEST_CASE("command lines with missing malformed or unknown options exit 2 with o
       {"translate --checkpoint " + x + " extra-word", {"extra-word"}},
       {"eval --checkpoint " + x + " --src a", {"--ref", "requires"}},
       {"eval --checkpoint " + x + " --src a --ref b --beam 0", {"--beam"}},
+      {"eval --checkpoint " + x + " --src a --ref b --precision fp8", {"--precision", "fp8"}},
+      {"translate --checkpoint " + x + " --precision fp8", {"--precision", "fp8"}},
       {"bleu --ref a --tokenize intl", {"--tokenize", "intl"}},
       {"serve --runs no-such-folder --port 0", {"--runs", "no such folder", "no-such-folder"}},
       {"serve --runs " + x + " --port 0", {"--runs", "expected a folder", "got a file"}},

@@ -282,7 +282,7 @@ TEST_CASE("bench run_bench prints a table and a JSON line with every field", "[b
 
   const std::string out = capture_stdout([&] { REQUIRE(train::run_bench(cfg, opt) == 0); });
   CHECK_THAT(out, Catch::Contains("step / floor"));
-  CHECK_THAT(out, Catch::Contains("batches of 2,"));
+  CHECK_THAT(out, Catch::Contains("2 batches of up to 2 sentences"));
   CHECK_THAT(out, Catch::Contains("beam 4, no cache"));
   const std::string last_line = out.substr(out.rfind('\n', out.size() - 2) + 1);
   const nlohmann::ordered_json j = nlohmann::ordered_json::parse(last_line);

@@ -651,8 +651,12 @@ void print_decode_row(std::ostream& os, const std::string& label, const DecodeTi
 // Decoding speed: greedy and beam, with and without the KV cache (nothing if nothing was decoded).
 void print_decoding(std::ostream& os, const Config& cfg, const DecodeReport& dec) {
   if (dec.sentences <= 0) return;
-  os << "\ndecoding " << dec.sentences << " sentences of " << cfg.data.test_src << " (" << dec.model
-     << " model), batches of " << dec.batch << ", up to " << num_threads() << " side by side\n";
+  const std::int64_t batches = (dec.sentences + dec.batch - 1) / dec.batch;
+  const std::int64_t side_by_side = std::min<std::int64_t>(num_threads(), batches);
+  os << "\ndecoding " << dec.sentences << " sentences of " << cfg.data.test_src << " (" << dec.model << " model), "
+     << batches << (batches == 1 ? " batch" : " batches") << " of up to " << dec.batch << " sentences";
+  if (side_by_side > 1) os << ", " << side_by_side << " side by side (one thread each)\n";
+  else os << " on " << num_threads() << (num_threads() == 1 ? " thread\n" : " threads\n");
   os << "  " << std::left << std::setw(24) << "" << std::right << std::setw(10) << "sent/s" << std::setw(12)
      << "tokens/s" << std::setw(10) << "tokens" << std::setw(12) << "prefill ms" << std::setw(12) << "decode ms" << "\n";
   print_decode_row(os, "greedy, KV cache", dec.greedy_cache, true);

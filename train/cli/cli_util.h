@@ -49,7 +49,7 @@ bool chinese_output(const std::string& lang);
 // A whole number >= 1 for options like --beam and --trace-steps (CLI::PositiveNumber would say
 // "not in range 0 to 1.797...e308"). `what` names it in the message: "a beam size".
 CLI::Validator at_least_one(const std::string& what);
-// --precision float32|bf16 on `cmd` into `precision` (translate, generate): bf16 runs the matrix
+// --precision float32|bf16 on `cmd` into `precision` (translate, generate, eval): bf16 runs the matrix
 // products in bf16 with float32 sums (autograd/runtime/bf16.h).
 void add_precision_option(CLI::App* cmd, std::string& precision);
 // The precision for the rest of the command: a bf16 scope, refused on a CPU without bf16 units.

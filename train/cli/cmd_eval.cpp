@@ -31,6 +31,7 @@ struct EvalArgs {
   std::string checkpoint, src, ref, input;
   std::int64_t beam = 0;       // 0 = the config's valid_beam
   double length_penalty = -1;  // < 0 = the config's valid_length_penalty
+  std::string precision = "float32";  // --precision: float32 | bf16 matrix products
 };
 
 void print_metrics(const train::TaskMetrics& m, const std::string& what) {
@@ -91,6 +92,7 @@ int eval_task(const EvalArgs& a, const train::InferenceModel& im) {
 }
 
 int run_eval(const EvalArgs& a) {
+  const auto precision = precision_scope(a.precision);  // decoding and the loss alike
   const train::InferenceModel im = train::load_inference_model(a.checkpoint);
   return im.config.data.task == "translation" ? eval_translation(a, im) : eval_task(a, im);
 }
@@ -116,6 +118,7 @@ Command add_eval_command(CLI::App& app) {
                   "Beam search length penalty alpha (default: the config's train.valid_length_penalty, which "
                   "tune-beam picks on the valid set; never tune it on the test set)")
       ->check(length_penalty_check());
+  add_precision_option(cmd, a->precision);
   return {cmd, [a] { return run_eval(*a); }};
 }
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
+#include <type_traits>
 
 #include "autograd/runtime/bf16.h"
 #include "autograd/runtime/cpu_features.h"
@@ -66,18 +67,19 @@ void packed_block(const float* x, std::int64_t k, const float* panel, float* y, 
   }
 }
 
-// packed_block for the R = rows (1 .. 8) rows left at x.
-void packed_rows(std::int64_t rows, const float* x, std::int64_t k, const float* panel, float* y, std::int64_t ldy,
-                 std::int64_t cols, bool accumulate, const float* next) {
+// Calls block(std::integral_constant<int, R>{}) for R = rows (1 .. 8): the micro-kernel compiled
+// for exactly the rows left.
+template <class Block>
+void with_rows(std::int64_t rows, Block&& block) {
   switch (rows) {
-    case 8: packed_block<8>(x, k, panel, y, ldy, cols, accumulate, next); break;
-    case 7: packed_block<7>(x, k, panel, y, ldy, cols, accumulate, next); break;
-    case 6: packed_block<6>(x, k, panel, y, ldy, cols, accumulate, next); break;
-    case 5: packed_block<5>(x, k, panel, y, ldy, cols, accumulate, next); break;
-    case 4: packed_block<4>(x, k, panel, y, ldy, cols, accumulate, next); break;
-    case 3: packed_block<3>(x, k, panel, y, ldy, cols, accumulate, next); break;
-    case 2: packed_block<2>(x, k, panel, y, ldy, cols, accumulate, next); break;
-    case 1: packed_block<1>(x, k, panel, y, ldy, cols, accumulate, next); break;
+    case 8: block(std::integral_constant<int, 8>{}); break;
+    case 7: block(std::integral_constant<int, 7>{}); break;
+    case 6: block(std::integral_constant<int, 6>{}); break;
+    case 5: block(std::integral_constant<int, 5>{}); break;
+    case 4: block(std::integral_constant<int, 4>{}); break;
+    case 3: block(std::integral_constant<int, 3>{}); break;
+    case 2: block(std::integral_constant<int, 2>{}); break;
+    case 1: block(std::integral_constant<int, 1>{}); break;
     default: break;
   }
 }
@@ -88,8 +90,10 @@ void packed_panel(const float* x, std::int64_t m, const PackedWeight& w, std::in
   const std::int64_t col0 = p * kPackedPanel, cols = std::min(kPackedPanel, w.n - col0);
   const float* next = p + 1 < w.panels() ? panel + w.k * kPackedPanel : nullptr;
   for (std::int64_t i = 0; i < m; i += kBlockRows)
-    packed_rows(std::min(kBlockRows, m - i), x + i * w.k, w.k, panel, y + i * w.n + col0, w.n, cols, accumulate,
-                i == 0 ? next : nullptr);
+    with_rows(std::min(kBlockRows, m - i), [&](auto rows) {
+      packed_block<decltype(rows)::value>(x + i * w.k, w.k, panel, y + i * w.n + col0, w.n, cols, accumulate,
+                                          i == 0 ? next : nullptr);
+    });
 }
 
 // ---- bf16: the same blocks, two k at a time on VDPBF16PS ------------------------------------
@@ -130,22 +134,6 @@ SF_TARGET_AVX512_BF16 void packed_block_bf16(const std::uint16_t* x16, std::int6
   }
 }
 
-SF_TARGET_AVX512_BF16 void packed_rows_bf16(std::int64_t rows, const std::uint16_t* x16, std::int64_t pairs,
-                                            const std::uint16_t* panel, float* y, std::int64_t ldy, std::int64_t cols,
-                                            bool accumulate, const std::uint16_t* next) {
-  switch (rows) {
-    case 8: packed_block_bf16<8>(x16, pairs, panel, y, ldy, cols, accumulate, next); break;
-    case 7: packed_block_bf16<7>(x16, pairs, panel, y, ldy, cols, accumulate, next); break;
-    case 6: packed_block_bf16<6>(x16, pairs, panel, y, ldy, cols, accumulate, next); break;
-    case 5: packed_block_bf16<5>(x16, pairs, panel, y, ldy, cols, accumulate, next); break;
-    case 4: packed_block_bf16<4>(x16, pairs, panel, y, ldy, cols, accumulate, next); break;
-    case 3: packed_block_bf16<3>(x16, pairs, panel, y, ldy, cols, accumulate, next); break;
-    case 2: packed_block_bf16<2>(x16, pairs, panel, y, ldy, cols, accumulate, next); break;
-    case 1: packed_block_bf16<1>(x16, pairs, panel, y, ldy, cols, accumulate, next); break;
-    default: break;
-  }
-}
-
 SF_TARGET_AVX512_BF16 void packed_panel_bf16(const std::uint16_t* x16, std::int64_t m, const PackedWeight& w,
                                              std::int64_t p, float* y, bool accumulate) {
   const std::int64_t pairs = w.pairs(), panel_size = pairs * 2 * kPackedPanel;
@@ -153,8 +141,10 @@ SF_TARGET_AVX512_BF16 void packed_panel_bf16(const std::uint16_t* x16, std::int6
   const std::int64_t col0 = p * kPackedPanel, cols = std::min(kPackedPanel, w.n - col0);
   const std::uint16_t* next = p + 1 < w.panels() ? panel + panel_size : nullptr;
   for (std::int64_t i = 0; i < m; i += kBlockRows)
-    packed_rows_bf16(std::min(kBlockRows, m - i), x16 + i * 2 * pairs, pairs, panel, y + i * w.n + col0, w.n, cols,
-                     accumulate, i == 0 ? next : nullptr);
+    with_rows(std::min(kBlockRows, m - i), [&](auto rows) {
+      packed_block_bf16<decltype(rows)::value>(x16 + i * 2 * pairs, pairs, panel, y + i * w.n + col0, w.n, cols,
+                                               accumulate, i == 0 ? next : nullptr);
+    });
 }
 
 // x (m, k) rounded to bf16 into rows of 2 * pairs values (the last one 0 when k is odd).

@@ -29,15 +29,19 @@ namespace sf {
 
 namespace {
 
+// Y (R, out) = bias, each row: where the product is then added.
+template <class T>
+void fill_rows_with_bias(const T* bias, T* y, std::int64_t rows, std::int64_t out) {
+#pragma omp parallel for schedule(static) if (rows * out > kParallelMinElements)
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t j = 0; j < out; ++j) y[r * out + j] = bias[j];
+}
+
 // Y (R, out) = bias, each row (or 0 without a bias); then Y += X @ W^T.
 template <class T>
 void linear_forward_kernel(const T* x, const T* w, const T* bias, T* y, std::int64_t rows, std::int64_t in,
                            std::int64_t out) {
-  if (bias) {
-#pragma omp parallel for schedule(static) if (rows * out > kParallelMinElements)
-    for (std::int64_t r = 0; r < rows; ++r)
-      for (std::int64_t j = 0; j < out; ++j) y[r * out + j] = bias[j];
-  }
+  if (bias) fill_rows_with_bias(bias, y, rows, out);
   //   X (R, in) @ W^T (in, out): W is stored (out, in), so BLAS reads it with the transpose flag
   gemm(/*trans_a=*/false, /*trans_b=*/true, static_cast<int>(rows), static_cast<int>(out), static_cast<int>(in), x,
        static_cast<int>(in), w, static_cast<int>(in), y, static_cast<int>(out), /*accumulate=*/bias != nullptr);
@@ -100,8 +104,7 @@ struct Linear final : Node {
     } else if (PackedWeights* packed = packed_weights_for(x, weight); packed && y.numel() > 0) {
       // decoding: W packed once, reused every step (runtime/packed_linear.h)
       float* y_data = y.data<float>();
-      if (b.defined())  // y starts as the bias, each row
-        for (std::int64_t r = 0; r < rows; ++r) std::copy_n(b.data<float>(), out, y_data + r * out);
+      if (b.defined()) fill_rows_with_bias(b.data<float>(), y_data, rows, out);
       const bool bf16 = matmul_precision() == MatmulPrecision::Bf16;
       packed_linear(x2d.data<float>(), rows, packed->get(w.data<float>(), out, in, bf16), y_data, b.defined());
     } else if (y.numel() > 0) {

@@ -151,12 +151,16 @@ SF_TARGET_AVX512_BF16 void packed_panel_bf16(const std::uint16_t* x16, std::int6
     });
 }
 
-// x (m, k) rounded to bf16 into rows of 2 * pairs values (the last one 0 when k is odd).
+// x (m, k) rounded to bf16 (bf16.h's round_rows_to_bf16) into rows of 2 * pairs values: when k
+// is odd, each row's last value is the zero that pads the last pair.
 void round_x_to_bf16(const float* x, std::int64_t m, std::int64_t k, std::int64_t pairs,
                      std::vector<std::uint16_t>& x16) {
   x16.assign(static_cast<std::size_t>(m * 2 * pairs), 0);
-  for (std::int64_t i = 0; i < m; ++i)
-    for (std::int64_t kk = 0; kk < k; ++kk) x16[i * 2 * pairs + kk] = float_to_bf16(x[i * k + kk]);
+  if (k == 2 * pairs) {  // rows already end on a whole pair: one call for all of x
+    round_rows_to_bf16(x, k, m, k, x16.data());
+    return;
+  }
+  for (std::int64_t i = 0; i < m; ++i) round_rows_to_bf16(x + i * k, k, 1, k, x16.data() + i * 2 * pairs);
 }
 
 thread_local PackedWeights* t_packed_weights = nullptr;  // this thread's innermost scope

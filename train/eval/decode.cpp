@@ -319,8 +319,8 @@ std::vector<std::vector<std::vector<std::int64_t>>> translate_batches(const nn::
   std::vector<double> prefill(n, 0.0), seconds(n, 0.0);
   std::vector<std::exception_ptr> errors(n);  // an exception may not leave an OpenMP loop
   const int threads = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(num_threads()), n));
-  PackedWeights own_weights;  // packed once, shared by the batches (see DecodingWeights)
-  PackedWeights& packed_weights = packed_weights_in_use() ? *packed_weights_in_use() : own_weights;
+  DecodingWeights decoding_weights;  // packed once for all the batches; each batch's thread uses them
+  PackedWeights& packed_weights = *packed_weights_in_use();
   auto decode_one = [&](std::size_t i) {
     try {
       PackedWeightsScope use_packed(packed_weights);

@@ -12,7 +12,7 @@
 // and the time to pack W once in each format. On a shared machine the times are noisy: compare
 // the columns of one run, not runs.
 //
-// Usage: bench_packed_linear [runs]   (default 30)
+// Usage: bench_packed_linear [runs]   (default 30; --help prints the usage; a bad argument: one line, exit 2)
 #include <cblas.h>
 
 #include <algorithm>
@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "autograd/runtime/bf16.h"
@@ -45,7 +46,25 @@ double best_seconds(int runs, F&& f) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int runs = argc > 1 ? std::max(1, std::atoi(argv[1])) : 30;
+  const char* usage = "usage: bench_packed_linear [runs]   (timed runs per product, a whole number >= 1; default 30)";
+  if (argc > 2) {
+    std::fprintf(stderr, "bench_packed_linear: expected at most one argument (runs), got %d; %s\n", argc - 1, usage);
+    return 2;
+  }
+  if (argc == 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
+    std::printf("%s\n", usage);
+    return 0;
+  }
+  int runs = 30;
+  if (argc == 2) {
+    char* end = nullptr;
+    const long parsed = std::strtol(argv[1], &end, 10);
+    if (*argv[1] == '\0' || *end != '\0' || parsed < 1 || parsed > 1000000) {
+      std::fprintf(stderr, "bench_packed_linear: runs: expected a whole number >= 1, got '%s'\n", argv[1]);
+      return 2;
+    }
+    runs = static_cast<int>(parsed);
+  }
   sf::set_num_threads(1);  // one thread: the kernels themselves, as a batch decodes side by side
   const bool bf16 = sf::has_avx512_bf16();
   std::printf("bench_packed_linear: 1 thread, best of %d; bf16 units: %s\n", runs, sf::bf16_units_found().c_str());

@@ -8,6 +8,8 @@ packages=(
   python3                            # tools/function_lengths.py (a test), tools/*.py
   libopenblas-dev                    # matrix products (cblas_sgemm / cblas_dgemm)
   libdnnl-dev                        # oneDNN: bf16 matrix products on AMX / AVX512-BF16 (train.precision = "bf16")
+  ocl-icd-opencl-dev                 # oneDNN's CMake config (Debian builds it with the OpenCL GPU runtime) runs
+                                     # find_package(OpenCL): only a Recommends of libdnnl-dev, which we skip
   libcli11-dev                       # the command line
   catch2                             # tests (Catch2 v2)
   libsentencepiece-dev               # subword tokenisation

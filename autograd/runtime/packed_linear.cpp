@@ -169,24 +169,14 @@ thread_local PackedWeights* t_packed_weights = nullptr;  // this thread's innerm
 
 PackedWeight pack_weight(const float* w, std::int64_t n, std::int64_t k) {
   PackedWeight packed;
-  pack_weight_strided(w, n, k, k, 1, false, packed);
-  return packed;
-}
-
-void pack_weight_strided(const float* w, std::int64_t n, std::int64_t k, std::int64_t row_stride,
-                         std::int64_t col_stride, bool round_bf16, PackedWeight& out) {
-  out.n = n;
-  out.k = k;
-  out.bf16 = false;
-  out.data.assign(static_cast<std::size_t>(out.panels() * k * kPackedPanel), 0.0f);
+  packed.n = n;
+  packed.k = k;
+  packed.data.assign(static_cast<std::size_t>(packed.panels() * k * kPackedPanel), 0.0f);
   for (std::int64_t j = 0; j < n; ++j) {  // row j of W becomes column j % 32 of panel j / 32
-    float* column = out.data.data() + (j / kPackedPanel) * k * kPackedPanel + j % kPackedPanel;
-    const float* row = w + j * row_stride;
-    for (std::int64_t kk = 0; kk < k; ++kk) {
-      const float value = row[kk * col_stride];
-      column[kk * kPackedPanel] = round_bf16 ? round_to_bf16(value) : value;
-    }
+    float* column = packed.data.data() + (j / kPackedPanel) * k * kPackedPanel + j % kPackedPanel;
+    for (std::int64_t kk = 0; kk < k; ++kk) column[kk * kPackedPanel] = w[j * k + kk];
   }
+  return packed;
 }
 
 PackedWeight pack_weight_bf16(const float* w, std::int64_t n, std::int64_t k) {

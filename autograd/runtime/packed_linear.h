@@ -57,13 +57,6 @@ struct PackedWeight {
 PackedWeight pack_weight(const float* w, std::int64_t n, std::int64_t k);
 PackedWeight pack_weight_bf16(const float* w, std::int64_t n, std::int64_t k);
 
-// The float32 packing of a W (n, k) read through strides, W[j][kk] = w[j * row_stride +
-// kk * col_stride], into `out` (its buffer reused from call to call: small_gemm packs every
-// attention slice this way). With round_bf16 every value is rounded to bf16 (bf16.h's
-// round_to_bf16) and kept as a float32: the float32 kernel then multiplies bf16 values exactly.
-void pack_weight_strided(const float* w, std::int64_t n, std::int64_t k, std::int64_t row_stride,
-                         std::int64_t col_stride, bool round_bf16, PackedWeight& out);
-
 // y (m, n) = x (m, k) @ W^T, or y += that with accumulate (Linear starts y as the bias); a bf16
 // packing rounds x to bf16 too (and throws std::runtime_error on a CPU without AVX512-BF16).
 // Runs on the OpenMP threads (panels split between them) unless called inside a parallel region

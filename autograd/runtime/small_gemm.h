@@ -10,13 +10,11 @@
 // a and b are read through (row stride, column stride), so a transposed view is just swapped
 // strides; no copies are needed by the caller.
 //
-// float32: a is copied into a contiguous (M,K) buffer and b packed into 32-column panels, then
-// packed_linear.h's kernel keeps an (8 x 32) block of c in registers while it walks k in order:
-// acc[i, :] += a[i, k] * panel[k, :]. double (the gradient checks) keeps the plain kernel: b
-// copied row-major, then for each block of 4 rows of c, c[i, :] += a[i, k] * b[k, :].
-// Either way every c[i, j] is summed over k = 0, 1, ..., K-1 in that order, one multiply-add a
-// step, whatever M, N or the thread count, so results are reproducible. matmul_naive (ops.h) is
-// the reference it is tested against (tests/test_small_gemm.cpp).
+// The kernel copies b into a row-major (K,N) scratch buffer (so its rows are contiguous), then
+// for each block of 4 rows of c walks k in order:  c[i, :] += a[i, k] * b[k, :].
+// Every c[i, j] is summed over k = 0, 1, ..., K-1 in that order, whatever M, N or the thread
+// count, so results are reproducible. matmul_naive (ops.h) is the reference it is tested against
+// (tests/test_small_gemm.cpp).
 #pragma once
 
 #include <cstdint>

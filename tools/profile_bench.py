@@ -1,13 +1,17 @@
 #!/usr/bin/env python3
 """Where a training step's time goes: `perf record` of `scratchformer bench`, training steps only.
 
-    tools/profile_bench.py [--threads 1] [--steps 6] [--top 25] [--binary build/release/scratchformer]
+    tools/profile_bench.py [--threads 1] [--steps 6] [--top 25] [--precision float32|bf16]
+                           [--binary build/release/scratchformer]
 
 Runs `perf record -g` on `scratchformer bench --config configs/bench.toml --decode-sentences 0`,
 keeps the samples taken during the training steps (from the first to the last sample whose call
 stack shows the step function; BLAS's own frames carry no stack, so the cut is by time) and prints the functions they were
 in, as a share of those samples, grouped as BLAS (OpenBLAS's sgemm kernels and packing), the
 small attention products (small_gemm), scratchformer's own kernels, and the kernel/libc rest.
+The bench trains in float32 first, then (on a CPU with bf16 units) the same steps in bf16;
+--precision picks which of the two the profile covers (the cut between them is the first sample
+inside gemm_bf16). oneDNN's bf16 kernels are generated at run time and show as "[unknown]".
 Needs Linux perf (Debian: apt-get install linux-perf) and permission to use it
 (/proc/sys/kernel/perf_event_paranoid <= 1, or root). Python standard library only.
 """
@@ -42,6 +46,10 @@ def group_of(symbol):
         return "attention's small products (small_gemm)"
     if symbol.startswith("sf::"):
         return "scratchformer kernels"
+    if "libdnnl" in symbol or "/perf-" in symbol:  # oneDNN, and the kernels it generates at run time
+        return "oneDNN (bf16 matrix products)"
+    if "libgomp" in symbol:
+        return "OpenMP runtime (threads waiting at barriers)"
     return "kernel, libc, other"
 
 
@@ -58,6 +66,8 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--steps", type=int, default=6)
     ap.add_argument("--top", type=int, default=25)
+    ap.add_argument("--precision", choices=["float32", "bf16"], default="float32",
+                    help="which of the bench's two timed trainings to profile (default float32)")
     args = ap.parse_args()
     if not os.path.exists(args.binary):
         fail(f"no binary at {args.binary} (build it first: cmake --build --preset release)")
@@ -79,12 +89,20 @@ def main():
     in_step = [t for t, f in samples if any("training_step" in x or "time_training" in x for x in f)]
     if not in_step:
         fail("no samples inside the training step (is the binary built with symbols, -g?)")
+    in_bf16 = [t for t, f in samples if any("gemm_bf16" in x for x in f)]
+    if args.precision == "bf16":
+        if not in_bf16:
+            fail("no bf16 steps in the profile: this CPU has no bf16 units (the bench's 'bf16' line says why)")
+        in_step = [t for t in in_step if t >= min(in_bf16)]
+    elif in_bf16:
+        in_step = [t for t in in_step if t < min(in_bf16)]
     start, end = min(in_step), max(in_step)
     chosen = [f for t, f in samples if start <= t <= end]
     total = len(chosen)
     by_symbol = collections.Counter(f[0] for f in chosen)
     by_group = collections.Counter(group_of(f[0]) for f in chosen)
-    print(f"scratchformer bench, {args.threads} thread(s): {total} samples in the training steps ({end - start:.1f} s)")
+    print(f"scratchformer bench, {args.threads} thread(s), {args.precision}: {total} samples in the training steps"
+          f" ({end - start:.1f} s)")
     for line in step_line:
         print("  " + line.strip())
     print("\nby group:")

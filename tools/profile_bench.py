@@ -10,8 +10,8 @@ stack shows the step function; BLAS's own frames carry no stack, so the cut is b
 in, as a share of those samples, grouped as BLAS (OpenBLAS's sgemm kernels and packing), the
 small attention products (small_gemm), scratchformer's own kernels, and the kernel/libc rest.
 The bench trains in float32 first, then (on a CPU with bf16 units) the same steps in bf16;
---precision picks which of the two the profile covers (the cut between them is the first sample
-inside gemm_bf16). oneDNN's bf16 kernels are generated at run time and show as "[unknown]".
+--precision picks which of the two the profile covers (the cut between them is the float32
+floor's first sample). oneDNN's bf16 kernels are generated at run time and show as "[unknown]".
 Needs Linux perf (Debian: apt-get install linux-perf) and permission to use it
 (/proc/sys/kernel/perf_event_paranoid <= 1, or root). Python standard library only.
 """
@@ -89,13 +89,18 @@ def main():
     in_step = [t for t, f in samples if any("training_step" in x or "time_training" in x for x in f)]
     if not in_step:
         fail("no samples inside the training step (is the binary built with symbols, -g?)")
-    in_bf16 = [t for t, f in samples if any("gemm_bf16" in x for x in f)]
-    if args.precision == "bf16":
-        if not in_bf16:
-            fail("no bf16 steps in the profile: this CPU has no bf16 units (the bench's 'bf16' line says why)")
-        in_step = [t for t in in_step if t >= min(in_bf16)]
-    elif in_bf16:
-        in_step = [t for t in in_step if t < min(in_bf16)]
+    # The bench runs: float32 steps, float32 floor (time_blas), bf16 steps, bf16 floor. Samples in
+    # generated or BLAS code often carry no call stack, so the phases are told apart by time: the
+    # float32 steps end at the first sample of the floor, the bf16 steps are the step samples after it.
+    in_floor = [t for t, f in samples if any("time_blas" in x or "run_gemm" in x for x in f)]
+    if in_floor:
+        after_floor = [t for t in in_step if t > min(in_floor)]
+        if args.precision == "bf16":
+            if not after_floor:
+                fail("no bf16 steps in the profile: this CPU has no bf16 units (the bench's 'bf16' line says why)")
+            in_step = after_floor
+        else:
+            in_step = [t for t in in_step if t < min(in_floor)]
     start, end = min(in_step), max(in_step)
     chosen = [f for t, f in samples if start <= t <= end]
     total = len(chosen)

@@ -3,9 +3,9 @@
 # Registers every Catch2 (v2) test case of TARGET with CTest, one CTest test per test case, and
 # turns its tags into CTest labels, so `ctest -L grad` runs one topic. (Debian's Catch2 v2
 # `catch_discover_tests` makes the tests but not the labels.) Discovery runs after each build:
-# the executable lists its tags, then the tests carrying each tag; a tag not declared in
-# tests/TAGS.txt fails the build (cmake/TestTags.cmake; the same check runs on the sources at
-# configure time).
+# the executable lists each test case with its tags (`--list-labels`, tests/test_main.cpp); a
+# tag not declared in tests/TAGS.txt fails the build (cmake/TestTags.cmake; the same check runs
+# on the sources at configure time).
 function(catch_discover_tests_with_labels target)
   # Every test file includes Catch2's 17,000-line header: parse it once per test program.
   target_precompile_headers(${target} PRIVATE <catch2/catch.hpp>)

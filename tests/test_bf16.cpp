@@ -226,6 +226,10 @@ TEST_CASE("the bf16 precision routes gemm, Linear, matmul and small products thr
     for (std::int64_t i = 0; i < q.numel(); ++i) q_rounded.data<float>()[i] = round_to_bf16(q.data<float>()[i]);
     for (std::int64_t i = 0; i < k.numel(); ++i) k_rounded.data<float>()[i] = round_to_bf16(k.data<float>()[i]);
     test::require_close_within_rounding(s, matmul_naive(q_rounded, k_rounded), q_rounded, k_rounded, kU32);
+    // and through a transposed view, as q k^T reads k: b's rows are not contiguous
+    const Tensor k_t = transpose(contiguous(transpose(k, 2, 3)), 2, 3);  // k's values, column-major slices
+    REQUIRE(k_t.strides()[3] != 1);
+    CHECK(matmul(q, k_t).to_vector<float>() == s.to_vector<float>());
     // float64 is never touched: the same bits as without the scope
     const Tensor a64 = randn({20, 30}, gen, Dtype::Float64), b64 = randn({30, 10}, gen, Dtype::Float64);
     const Tensor in_scope = matmul(a64, b64);

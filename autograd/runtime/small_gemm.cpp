@@ -32,15 +32,8 @@ void add_scaled_row(std::int64_t n, const T* __restrict b_row, T a_i, T* __restr
   for (std::int64_t j = 0; j < n; ++j) c_row[j] += a_i * b_row[j];
 }
 
-// a's element (i, kk), rounded to bf16 when kRoundBf16 (b_packed is rounded already).
-template <bool kRoundBf16, class T>
-T a_element(StridedMatrix<T> a, std::int64_t i, std::int64_t kk) {
-  if constexpr (kRoundBf16) return round_to_bf16(a(i, kk));
-  return a(i, kk);
-}
-
 // b_packed: (k,n) row-major with row stride ldb. c: (m,n) contiguous = a @ b_packed.
-template <bool kRoundBf16, class T>
+template <class T>
 void small_gemm_packed(std::int64_t m, std::int64_t n, std::int64_t k, StridedMatrix<T> a, const T* b_packed,
                        std::int64_t ldb, T* c) {
   for (std::int64_t e = 0; e < m * n; ++e) c[e] = T(0);
@@ -48,35 +41,52 @@ void small_gemm_packed(std::int64_t m, std::int64_t n, std::int64_t k, StridedMa
   for (; i + kRowBlock <= m; i += kRowBlock) {  // four rows of c at a time
     T* c0 = c + i * n;
     for (std::int64_t kk = 0; kk < k; ++kk)
-      add_scaled_row_x4(n, b_packed + kk * ldb, a_element<kRoundBf16>(a, i, kk), a_element<kRoundBf16>(a, i + 1, kk),
-                        a_element<kRoundBf16>(a, i + 2, kk), a_element<kRoundBf16>(a, i + 3, kk), c0, c0 + n,
+      add_scaled_row_x4(n, b_packed + kk * ldb, a(i, kk), a(i + 1, kk), a(i + 2, kk), a(i + 3, kk), c0, c0 + n,
                         c0 + 2 * n, c0 + 3 * n);
   }
   for (; i < m; ++i)  // the last m % 4 rows
-    for (std::int64_t kk = 0; kk < k; ++kk)
-      add_scaled_row(n, b_packed + kk * ldb, a_element<kRoundBf16>(a, i, kk), c + i * n);
+    for (std::int64_t kk = 0; kk < k; ++kk) add_scaled_row(n, b_packed + kk * ldb, a(i, kk), c + i * n);
 }
 
-// With kRoundBf16 (float32 under bf16 precision, bf16.h) a and b are rounded to bf16 as they are
-// read; the products of bf16 values are exact in float32, so this is the bf16 units' arithmetic,
-// done by float32 FMA. (These per-head products are about 1.5% of a training step's FLOPs.)
+// out: x (rows, cols) copied into a row-major contiguous buffer, each element rounded to bf16
+// when kRoundBf16. The buffer is the calling thread's own (`out` is thread_local at the caller).
 template <bool kRoundBf16, class T>
+void copy_to_row_major(StridedMatrix<T> x, std::int64_t rows, std::int64_t cols, std::vector<T>& out) {
+  out.resize(static_cast<std::size_t>(rows * cols));
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t j = 0; j < cols; ++j) {
+      if constexpr (kRoundBf16)
+        out[r * cols + j] = round_to_bf16(x(r, j));
+      else
+        out[r * cols + j] = x(r, j);
+    }
+}
+
+// Copies b into a row-major (k,n) buffer, one per thread, reused from call to call (unless b's
+// rows are contiguous already), then runs small_gemm_packed.
+template <class T>
 void small_gemm_impl(std::int64_t m, std::int64_t n, std::int64_t k, StridedMatrix<T> a, StridedMatrix<T> b, T* c) {
-  if (!kRoundBf16 && (b.col_stride == 1 || n == 1)) {  // b's rows are already contiguous: use it in place
-    small_gemm_packed<kRoundBf16>(m, n, k, a, b.data, b.row_stride, c);
+  if (b.col_stride == 1 || n == 1) {  // b's rows are already contiguous: use it in place
+    small_gemm_packed(m, n, k, a, b.data, b.row_stride, c);
     return;
   }
-  // Copy b into a row-major (k,n) buffer, one per thread, reused from call to call.
-  thread_local std::vector<T> packed;
-  packed.resize(static_cast<std::size_t>(k * n));
-  for (std::int64_t kk = 0; kk < k; ++kk)
-    for (std::int64_t j = 0; j < n; ++j) {
-      if constexpr (kRoundBf16)
-        packed[kk * n + j] = round_to_bf16(b(kk, j));
-      else
-        packed[kk * n + j] = b(kk, j);
-    }
-  small_gemm_packed<kRoundBf16>(m, n, k, a, packed.data(), n, c);
+  thread_local std::vector<T> b_copy;
+  copy_to_row_major<false>(b, k, n, b_copy);
+  small_gemm_packed(m, n, k, a, b_copy.data(), n, c);
+}
+
+// Under bf16 precision (bf16.h) both inputs are rounded to bf16 once, into per-thread copies, and
+// the float32 kernel multiplies the copies: the products of bf16 values are exact in float32, so
+// this is the bf16 units' arithmetic, done by float32 FMA. These per-head products are about 1.5%
+// of a training step's FLOPs. (Rounding a as it was read instead -- scalar roundings between the
+// multiply-adds of rows only n = 24 wide -- made q k^T 1.7x as slow: 1024 slices of 24x24x64 on
+// one thread, 6.0 ms against 3.5, AMD EPYC Zen 5.)
+void small_gemm_bf16(std::int64_t m, std::int64_t n, std::int64_t k, StridedMatrix<float> a, StridedMatrix<float> b,
+                     float* c) {
+  thread_local std::vector<float> a_rounded, b_rounded;
+  copy_to_row_major<true>(a, m, k, a_rounded);
+  copy_to_row_major<true>(b, k, n, b_rounded);
+  small_gemm_packed(m, n, k, StridedMatrix<float>{a_rounded.data(), k, 1}, b_rounded.data(), n, c);
 }
 
 }  // namespace
@@ -84,13 +94,13 @@ void small_gemm_impl(std::int64_t m, std::int64_t n, std::int64_t k, StridedMatr
 void small_gemm(std::int64_t m, std::int64_t n, std::int64_t k, StridedMatrix<float> a, StridedMatrix<float> b,
                 float* c) {
   if (matmul_precision() == MatmulPrecision::Bf16)
-    small_gemm_impl<true>(m, n, k, a, b, c);
+    small_gemm_bf16(m, n, k, a, b, c);
   else
-    small_gemm_impl<false>(m, n, k, a, b, c);
+    small_gemm_impl(m, n, k, a, b, c);
 }
 void small_gemm(std::int64_t m, std::int64_t n, std::int64_t k, StridedMatrix<double> a, StridedMatrix<double> b,
                 double* c) {
-  small_gemm_impl<false>(m, n, k, a, b, c);
+  small_gemm_impl(m, n, k, a, b, c);
 }
 
 }  // namespace sf

@@ -4,7 +4,9 @@
 //              drawing; the tokens of generate (prefill + KV-cached decode steps) are those of a
 //              greedy loop over decode_prefix without a cache, whose logits the cached steps
 //              match to float32 rounding; the cache it reports is the lecture's formula
-//              2 L Hkv T Dh 4 bytes; max_new is cut to the positions left; bad prompts throw
+//              2 L Hkv T Dh 4 bytes; max_new is cut to the positions left; bad prompts throw;
+//              Linear runs on weights packed before the clock (every one, in float32 and bf16:
+//              the steps pack none), in the enclosing scope when there is one
 //   translate  translate_all of sources of different lengths (batched by length: a decoder-only
 //              model has no key padding mask) gives each sentence what greedy_decode gives its
 //              prompt <s> source <sep> alone; prompts of one length decode alike with and without
@@ -19,6 +21,9 @@
 
 #include "autograd/generator.h"
 #include "autograd/node.h"
+#include "autograd/runtime/bf16.h"
+#include "autograd/runtime/cpu_features.h"
+#include "autograd/runtime/packed_linear.h"
 #include "data/tokenizer.h"
 #include "nn/model.h"
 #include "test_util.h"
@@ -183,6 +188,44 @@ TEST_CASE("generate cuts max_new to the positions left and rejects prompts that 
   opt.sampling = {};
   REQUIRE_THROWS_WITH(train::generate(*encoder, {data::kBosId}, opt, gen),
                       Contains("generate needs a decoder-only model") && Contains("encoder-only"));
+}
+
+TEST_CASE("generate runs Linear on weights packed before the clock starts, once per enclosing scope",
+          "[decode][cache][packed]") {
+  const auto model = tiny_decoder(6);
+  std::size_t matrices = 0;  // the embedding table (the tied LM head) and every Linear weight
+  for (const Tensor& p : model->parameters()) matrices += p.dim() == 2 ? 1 : 0;
+  REQUIRE(matrices == 1 + 2 * 6);  // E; per layer q, k, v, o and the two feed-forward weights
+  train::GenerateOptions opt;
+  opt.max_new = 6;
+  opt.sampling.temperature = 0;
+  opt.allowed = allowed_tokens(/*eos=*/false);
+  Generator gen(0);
+  const Ids prompt = {data::kBosId, 7, 8, 9};
+  const Ids alone = train::generate(*model, prompt, opt, gen).tokens;
+  CHECK(packed_weights_in_use() == nullptr);  // its own scope ended with it
+
+  auto check_in_scope = [&](bool bf16) {
+    PackedWeights outer;
+    const PackedWeightsScope scope(outer);
+    CHECK(train::pack_matrix_weights(*model, outer) == matrices);
+    // every Linear found its weight packed already (same keys as ops_linear.cpp): none was added
+    const Ids first = train::generate(*model, prompt, opt, gen).tokens;
+    CHECK(outer.size() == matrices);
+    CHECK(train::generate(*model, prompt, opt, gen).tokens == first);
+    CHECK(outer.size() == matrices);
+    CHECK(packed_weights_in_use() == &outer);
+    if (!bf16) CHECK(first == alone);
+  };
+  SECTION("float32") { check_in_scope(false); }
+  SECTION("bf16") {
+    if (!has_avx512_bf16()) {
+      WARN("skipped: bf16 packed weights need AVX512-BF16; this CPU has " << bf16_units_found());
+      return;
+    }
+    const MatmulPrecisionScope bf16(MatmulPrecision::Bf16);
+    check_in_scope(true);
+  }
 }
 
 // ---- prompted translation ----------------------------------------------------------------------

@@ -17,6 +17,7 @@
 #include "autograd/node.h"
 #include "autograd/runtime/threads.h"
 #include "train/bench/bench_util.h"
+#include "train/eval/generate.h"
 #include "train/setup.h"
 
 namespace sf::train {
@@ -267,6 +268,9 @@ GenerationReport measure_generation(const Config& cfg, const BenchOptions& opt) 
   const std::unique_ptr<nn::Model> model = nn::make_model(rep.model, gen);
   model->eval();
   const NoGradGuard no_grad;
+  PackedWeights packed;  // Linear on weights packed once, as generate does (train/eval/generate.h)
+  const PackedWeightsScope use_packed(packed);
+  pack_matrix_weights(*model, packed);
   rep.params = generation_params(*model);
   for (std::int64_t batch : opt.generation_batches)
     for (std::int64_t p : kept) rep.rows.push_back(measure_row(*model, rep.params, batch, p, opt, gen));

@@ -6,7 +6,8 @@
 // any other arch is built as decoder-only from the same [model] section (decoder_layers causal
 // layers, no encoder), and the table's first lines say so. The vocabulary is
 // data.tokenizer_vocab_size (random ids in [4, V): no tokenizer is read or trained). model.eval()
-// (no dropout) and NoGradGuard (no graph) throughout.
+// (no dropout), NoGradGuard (no graph) and Linear on weights packed once (as `generate` does,
+// train/eval/generate.h) throughout.
 //
 // For each batch size B (BenchOptions::generation_batches, default 1 and 8: one table each) and
 // prompt length P (::prompt_lengths, default 16 32 64 128 256; a P above model.max_len - G is

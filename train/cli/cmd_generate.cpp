@@ -55,6 +55,8 @@ int run_generate(GenerateArgs& a) {
   a.options.allowed = train::generatable_tokens(tok);
   const std::vector<std::string> prompts = a.has_prompt ? std::vector<std::string>{a.prompt} : read_input_lines(a.input);
   Generator gen(a.seed);
+  PackedWeights packed;  // Linear's weights packed once for all the prompts (train/eval/generate.h)
+  const PackedWeightsScope use_packed(packed);
   for (const std::string& text : prompts) {
     std::vector<std::int64_t> prompt{data::kBosId};
     const auto ids = tok.encode(text);

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "autograd/node.h"
+#include "autograd/runtime/bf16.h"
 #include "data/tokenizer.h"
 
 namespace sf::train {
@@ -42,6 +43,12 @@ Generation generate(const nn::Model& model, const std::vector<std::int64_t>& pro
   g.prompt_tokens = static_cast<std::int64_t>(prompt.size());
   const std::int64_t max_new = std::min(opt.max_new, cfg.max_len - g.prompt_tokens);
 
+  // Linear on weights packed once (generate.h), packed before the clock starts
+  PackedWeights own;
+  PackedWeights& packed = packed_weights_in_use() ? *packed_weights_in_use() : own;
+  const PackedWeightsScope use_packed(packed);
+  pack_matrix_weights(model, packed);
+
   // prefill: the prompt's first P - 1 tokens into the cache, then its last token -> first logits
   auto t0 = Clock::now();
   const auto state = model.start_decoding(from_vector<std::int64_t>(prompt, {1, g.prompt_tokens}));
@@ -65,6 +72,14 @@ Generation generate(const nn::Model& model, const std::vector<std::int64_t>& pro
   g.cache_positions = state->length();
   g.cache_bytes = state->cache_bytes();
   return g;
+}
+
+std::size_t pack_matrix_weights(const nn::Model& model, PackedWeights& packed) {
+  const bool bf16 = matmul_precision() == MatmulPrecision::Bf16;
+  for (const Tensor& p : model.parameters())
+    if (p.dim() == 2 && p.dtype() == Dtype::Float32 && p.is_contiguous())  // W (out, in), as ops_linear.cpp keys it
+      packed.get(p.data<float>(), p.size(0), p.size(1), bf16);
+  return packed.size();
 }
 
 std::int64_t kv_cache_formula_bytes(const nn::ModelConfig& cfg, std::int64_t positions, std::int64_t batch,

@@ -9,6 +9,9 @@
 //            every weight and the cache for one token's worth of work, memory-bound.
 //
 // The next token is the most likely one (temperature 0) or drawn (train/eval/sampling.h).
+// Both phases multiply by the same weights at every step, so Linear runs on copies of them packed
+// once (autograd/runtime/packed_linear.h), as translation's decoding does (decode.cpp); they are
+// packed before the clock starts (pack_matrix_weights), so the phases' times hold no packing.
 // Letters: P prompt length (with <s>), L layers, Hkv key/value heads, Dh head width, T positions.
 #pragma once
 
@@ -16,6 +19,7 @@
 #include <vector>
 
 #include "autograd/generator.h"
+#include "autograd/runtime/packed_linear.h"
 #include "data/tokenizer.h"
 #include "nn/model.h"
 #include "train/eval/sampling.h"
@@ -41,9 +45,16 @@ struct Generation {
 
 // prompt: ids starting with <s>, 1 <= P < max_len. Throws std::invalid_argument (one line) for a
 // model that is not decoder-only, an empty prompt or one that leaves no position to generate in.
-// max_new is cut to the positions left (max_len - P).
+// max_new is cut to the positions left (max_len - P). Linear runs on the packed weights of the
+// enclosing PackedWeightsScope when there is one (`generate --input` packs once for all its
+// prompts), else on its own, packed at the start.
 Generation generate(const nn::Model& model, const std::vector<std::int64_t>& prompt, const GenerateOptions& opt,
                     Generator& gen);
+
+// Packs every float32 matrix parameter of `model` (Linear weights, the embedding table that is
+// also the tied LM head) into `packed`, in the current matmul precision, so that the first
+// Linear on them under a PackedWeightsScope(packed) finds them ready. Returns how many it holds.
+std::size_t pack_matrix_weights(const nn::Model& model, PackedWeights& packed);
 
 // The tokens a continuation may hold (GenerateOptions::allowed): the tokenizer's ordinary pieces
 // and </s>, never padding, <s> or task symbols (<sep>, <mask>, ...).

@@ -27,7 +27,8 @@
 // float32 sum: the arithmetic gemm_bf16 does (its plain reference is gemm_bf16_reference).
 //
 // PackedWeights holds the packed copies for one decoding; PackedWeightsScope makes Linear
-// (ops_linear.cpp) use them on this thread. Decoding (train/eval/decode.cpp) opens one.
+// (ops_linear.cpp) use them on this thread. Decoding (train/eval/decode.cpp, generate.cpp) opens
+// one through DecodingPackedWeights.
 #pragma once
 
 #include <cstdint>
@@ -97,5 +98,21 @@ class PackedWeightsScope {
 
 // This thread's innermost scope's weights, or nullptr.
 PackedWeights* packed_weights_in_use();
+
+// What one decoding opens (train/eval/decode.cpp, generate.cpp): the packed weights of the
+// enclosing scope when there is one (a caller decoding several batches or prompts packs once for
+// all of them), else its own; in use on this thread while alive.
+class DecodingPackedWeights {
+ public:
+  DecodingPackedWeights() = default;
+  DecodingPackedWeights(const DecodingPackedWeights&) = delete;
+  DecodingPackedWeights& operator=(const DecodingPackedWeights&) = delete;
+  PackedWeights& weights() { return weights_; }
+
+ private:
+  PackedWeights own_;
+  PackedWeights& weights_{packed_weights_in_use() ? *packed_weights_in_use() : own_};
+  PackedWeightsScope scope_{weights_};
+};
 
 }  // namespace sf

@@ -121,20 +121,14 @@ static std::unique_ptr<nn::DecodeState> prefill(const nn::Model& model, const Te
 }
 
 // Decoding multiplies the same weights by a few rows at every step: Linear then uses copies of
-// the weights packed once (autograd/runtime/packed_linear.h). The copies of the enclosing
-// decoding (translate_batches) when there is one, else this decoding's own.
-namespace {
-struct DecodingWeights {
-  PackedWeights own;
-  PackedWeightsScope scope{packed_weights_in_use() ? *packed_weights_in_use() : own};
-};
-}  // namespace
+// the weights packed once (autograd/runtime/packed_linear.h), those of the enclosing decoding
+// (translate_batches) when there is one, else this decoding's own (DecodingPackedWeights).
 
 // ---- greedy -------------------------------------------------------------------------------
 std::vector<std::vector<std::int64_t>> greedy_decode(const nn::Model& model, const Tensor& src,
                                                      const DecodeOptions& opt) {
   NoGradGuard no_grad;
-  DecodingWeights packed_weights;
+  DecodingPackedWeights packed_weights;
   const auto state = prefill(model, src, opt);  // the encoder reads the source once
   std::int64_t longest = 0;
   const auto limit = length_limits(model, src, *state, opt, longest);
@@ -271,7 +265,7 @@ std::vector<std::vector<BeamHypothesis>> ranked_hypotheses(Beams& beams) {
 std::vector<std::vector<BeamHypothesis>> beam_search_hypotheses(const nn::Model& model, const Tensor& src,
                                                                 const DecodeOptions& opt) {
   NoGradGuard no_grad;
-  DecodingWeights packed_weights;
+  DecodingPackedWeights packed_weights;
   const std::int64_t B = src.size(0), K = opt.beam, pad = model.config().pad_id;
   if (K < 1) throw std::invalid_argument("beam_search: beam must be >= 1, got " + std::to_string(K));
   const auto state = prefill(model, src, opt);  // the encoder reads the source once
@@ -319,8 +313,8 @@ std::vector<std::vector<std::vector<std::int64_t>>> translate_batches(const nn::
   std::vector<double> prefill(n, 0.0), seconds(n, 0.0);
   std::vector<std::exception_ptr> errors(n);  // an exception may not leave an OpenMP loop
   const int threads = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(num_threads()), n));
-  DecodingWeights decoding_weights;  // packed once for all the batches; each batch's thread uses them
-  PackedWeights& packed_weights = *packed_weights_in_use();
+  DecodingPackedWeights decoding_weights;  // packed once for all the batches; each batch's thread uses them
+  PackedWeights& packed_weights = decoding_weights.weights();
   auto decode_one = [&](std::size_t i) {
     try {
       PackedWeightsScope use_packed(packed_weights);

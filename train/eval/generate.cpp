@@ -44,10 +44,8 @@ Generation generate(const nn::Model& model, const std::vector<std::int64_t>& pro
   const std::int64_t max_new = std::min(opt.max_new, cfg.max_len - g.prompt_tokens);
 
   // Linear on weights packed once (generate.h), packed before the clock starts
-  PackedWeights own;
-  PackedWeights& packed = packed_weights_in_use() ? *packed_weights_in_use() : own;
-  const PackedWeightsScope use_packed(packed);
-  pack_matrix_weights(model, packed);
+  DecodingPackedWeights packed;
+  pack_matrix_weights(model, packed.weights());
 
   // prefill: the prompt's first P - 1 tokens into the cache, then its last token -> first logits
   auto t0 = Clock::now();

@@ -1,6 +1,9 @@
 #include "nn/model.h"
 
+#include <algorithm>
+#include <cstring>
 #include <sstream>
+#include <vector>
 #include <stdexcept>
 
 #include "autograd/ops.h"
@@ -26,8 +29,52 @@ Tensor add_positions(const Module& positions, const Tensor& x, std::int64_t star
   throw std::invalid_argument(std::string("add_positions: unexpected positional module ") + positions.type_name());
 }
 
+// Whether rows of x (B, ...) may be moved in place to the order `from`: x is contiguous, held by
+// nothing else (no other tensor or view sees its memory), not part of a graph, and `from` holds
+// B rows, each in [0, B).
+static bool can_reorder_in_place(const Tensor& x, const std::vector<std::int64_t>& from) {
+  const std::int64_t B = x.size(0);
+  if (!x.is_contiguous() || x.requires_grad() || x.grad_fn() || static_cast<std::int64_t>(from.size()) != B ||
+      x.impl_ptr().use_count() != 1 || x.impl()->storage.use_count() != 1)
+    return false;
+  return std::all_of(from.begin(), from.end(), [B](std::int64_t f) { return f >= 0 && f < B; });
+}
+
+// x (B, ...): row r becomes row from[r], in place (can_reorder_in_place said yes). Only the rows
+// that change are written, from copies of the rows they take (a row may be taken by one row and
+// overwritten by another in the same call).
+static void reorder_rows_in_place(Tensor& x, const std::vector<std::int64_t>& from) {
+  const std::int64_t B = x.size(0);
+  std::vector<std::int64_t> taken;  // the source rows of the rows that change, sorted, once each
+  for (std::int64_t r = 0; r < B; ++r)
+    if (from[r] != r) taken.push_back(from[r]);
+  if (taken.empty()) return;  // every row stays
+  std::sort(taken.begin(), taken.end());
+  taken.erase(std::unique(taken.begin(), taken.end()), taken.end());
+  const std::size_t row_bytes = static_cast<std::size_t>(x.numel() / B) * dtype_size(x.dtype());
+  auto* rows = static_cast<unsigned char*>(x.raw_data());
+  std::vector<unsigned char> copies(taken.size() * row_bytes);  // row taken[i] at i * row_bytes
+  for (std::size_t i = 0; i < taken.size(); ++i)
+    std::memcpy(&copies[i * row_bytes], rows + taken[i] * row_bytes, row_bytes);
+  for (std::int64_t r = 0; r < B; ++r) {
+    if (from[r] == r) continue;
+    const auto i = static_cast<std::size_t>(std::lower_bound(taken.begin(), taken.end(), from[r]) - taken.begin());
+    std::memcpy(rows + r * row_bytes, &copies[i * row_bytes], row_bytes);
+  }
+}
+
+// Beam search reorders the self-attention cache after every step. The cache is a tensor of its
+// own (each append makes a new one), so its rows move in place: a new (B',Hkv,T,Dh) tensor for
+// every layer and step cost a full copy into fresh pages. Where they may not (a shared or graph
+// tensor, B' != B, an index out of range) index_select copies them, or names the bad index.
 void reorder_kv(KVCache& cache, const Tensor& batch_indices) {
   if (!cache.k.defined()) return;
+  const auto from = batch_indices.contiguous().to_vector<std::int64_t>();
+  if (can_reorder_in_place(cache.k, from) && can_reorder_in_place(cache.v, from)) {
+    reorder_rows_in_place(cache.k, from);
+    reorder_rows_in_place(cache.v, from);
+    return;
+  }
   cache.k = index_select(cache.k, 0, batch_indices);
   cache.v = index_select(cache.v, 0, batch_indices);
 }

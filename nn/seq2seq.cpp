@@ -16,15 +16,26 @@ namespace sf::nn {
 
 // ---- DecoderCache ------------------------------------------------------------------------
 
+// batch_indices must be int64 (B'); `who` names the caller in the error.
+static void check_batch_indices(const Tensor& batch_indices, const char* who) {
+  if (!batch_indices.defined() || batch_indices.dim() != 1 || batch_indices.dtype() != Dtype::Int64)
+    throw std::invalid_argument(std::string(who) + ": expected int64 batch indices of shape (B'), got " +
+                                (batch_indices.defined() ? std::string(dtype_name(batch_indices.dtype())) + " " +
+                                                               shape_str(batch_indices.shape())
+                                                         : std::string("an undefined tensor")));
+}
+
 void DecoderCache::reorder(const Tensor& batch_indices) {
-  if (batch_indices.dim() != 1 || batch_indices.dtype() != Dtype::Int64)
-    throw std::invalid_argument("DecoderCache::reorder: expected int64 batch indices of shape (B'), got " +
-                                std::string(dtype_name(batch_indices.dtype())) + " " +
-                                shape_str(batch_indices.shape()));
+  check_batch_indices(batch_indices, "DecoderCache::reorder");
   for (LayerCache& layer : layers) {
     reorder_kv(layer.self, batch_indices);
     reorder_kv(layer.cross, batch_indices);
   }
+}
+
+void DecoderCache::reorder_self(const Tensor& batch_indices) {
+  check_batch_indices(batch_indices, "DecoderCache::reorder_self");
+  for (LayerCache& layer : layers) reorder_kv(layer.self, batch_indices);
 }
 
 // ---- Seq2SeqTransformer ------------------------------------------------------------------
@@ -147,6 +158,7 @@ std::unique_ptr<DecodeState> Seq2SeqTransformer::start_decoding(const Tensor& sr
   for (std::size_t l = 0; l < state->cache.layers.size(); ++l)
     (*decoder->layers)[l].cross_attn->fill_static_cache(state->enc.memory, state->cache.layers[l].cross);
   state->bos = full({src.size(0), 1}, static_cast<double>(cfg_.bos_id), Dtype::Int64);
+  for (std::int64_t b = 0; b < src.size(0); ++b) state->row_source.push_back(b);
   return state;
 }
 
@@ -170,14 +182,40 @@ Tensor Seq2SeqTransformer::decode_prefix(const Tensor& prefix, const DecodeState
 
 // memory (B,S,D) and mask (B,1,1,S) -> (B*times, ...), row b*times + k = row b
 void EncoderDecoderState::repeat_rows(std::int64_t times) {
+  if (times < 1)
+    throw std::invalid_argument("EncoderDecoderState::repeat_rows: expected times >= 1, got " + std::to_string(times));
   const std::int64_t B = enc.memory.size(0);
-  std::vector<std::int64_t> idx;
+  std::vector<std::int64_t> idx, source;
   for (std::int64_t b = 0; b < B; ++b)
-    for (std::int64_t k = 0; k < times; ++k) idx.push_back(b);
+    for (std::int64_t k = 0; k < times; ++k) idx.push_back(b), source.push_back(row_source.at(b));
   const Tensor index = from_vector<std::int64_t>(idx, {B * times});
   enc = {index_select(enc.memory, 0, index), index_select(enc.src_mask, 0, index)};
   bos = index_select(bos, 0, index);
   cache.reorder(index);
+  row_source = std::move(source);
+}
+
+// batch_indices (B): row r takes the self-attention cache of row batch_indices[r], a row of the
+// same sentence. What every row of a sentence holds alike stays in place.
+void EncoderDecoderState::reorder(const Tensor& batch_indices) {
+  check_batch_indices(batch_indices, "EncoderDecoderState::reorder");
+  const auto rows = static_cast<std::int64_t>(row_source.size());
+  if (batch_indices.size(0) != rows)
+    throw std::invalid_argument("EncoderDecoderState::reorder: expected " + std::to_string(rows) +
+                                " batch indices (one per row), got " + std::to_string(batch_indices.size(0)));
+  const auto from = batch_indices.contiguous().to_vector<std::int64_t>();
+  for (std::int64_t r = 0; r < rows; ++r) {
+    if (from[r] < 0 || from[r] >= rows)
+      throw std::invalid_argument("EncoderDecoderState::reorder: row " + std::to_string(r) + " would take row " +
+                                  std::to_string(from[r]) + ", expected a row in [0, " + std::to_string(rows) + ")");
+    if (row_source[from[r]] != row_source[r])
+      throw std::invalid_argument("EncoderDecoderState::reorder: row " + std::to_string(r) + " reads source sentence " +
+                                  std::to_string(row_source[r]) + " but would take the cache of row " +
+                                  std::to_string(from[r]) + ", which reads sentence " +
+                                  std::to_string(row_source[from[r]]) +
+                                  "; only the rows of one sentence (its beams) may be exchanged");
+  }
+  cache.reorder_self(batch_indices);
 }
 
 std::string Seq2SeqTransformer::summary() const { return module_tree_summary(*this); }

@@ -43,9 +43,11 @@ struct DecoderCache {
   // Target positions cached so far (0 before the first step).
   std::int64_t length() const { return layers.empty() ? 0 : layers[0].self.length(); }
   // Keeps, in order, the batch rows batch_indices (int64 (B'), each in [0, B)); rows may repeat.
-  // Beam search calls it after choosing which hypotheses continue. Every cached k/v
-  // (B,Hkv,T,Dh) becomes (B',Hkv,T,Dh).
+  // Every cached k/v (B,Hkv,T,Dh) becomes (B',Hkv,T,Dh).
   void reorder(const Tensor& batch_indices);
+  // The same for the self-attention keys and values only; the cross-attention ones stay as they
+  // are (EncoderDecoderState::reorder, where every row keeps reading its own source).
+  void reorder_self(const Tensor& batch_indices);
 };
 
 // What the encoder hands the decoder (computed once per source batch).
@@ -62,7 +64,15 @@ struct EncoderDecoderState : DecodeState {
   std::int64_t length() const override { return cache.length(); }
   Tensor first_tokens() const override { return bos; }
   void repeat_rows(std::int64_t times) override;  // memory, mask, BOS (and cache) rows, each `times` times
-  void reorder(const Tensor& batch_indices) override { cache.reorder(batch_indices); }
+  // Which source sentence each row reads: 0..B-1 after start_decoding, b for the `times` rows
+  // of sentence b after repeat_rows.
+  std::vector<std::int64_t> row_source;
+  // The self-attention cache's rows batch_indices (B), each taken from a row reading the same
+  // source (as beam search exchanges the beams of one sentence; an error names the first row
+  // that would not). The memory, its mask and the cross-attention keys and values hold the same
+  // values in all of a sentence's rows, so they are left as they are: copying them every step
+  // was most of beam search's cache traffic.
+  void reorder(const Tensor& batch_indices) override;
   std::int64_t cache_bytes() const override {
     std::int64_t bytes = 0;
     for (const LayerCache& layer : cache.layers) bytes += layer.self.bytes() + layer.cross.bytes();

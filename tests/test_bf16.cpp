@@ -230,6 +230,12 @@ TEST_CASE("the bf16 precision routes gemm, Linear, matmul and small products thr
     const Tensor k_t = transpose(contiguous(transpose(k, 2, 3)), 2, 3);  // k's values, column-major slices
     REQUIRE(k_t.strides()[3] != 1);
     CHECK(matmul(q, k_t).to_vector<float>() == s.to_vector<float>());
+    // one row per slice (a decoding step's query): b's contiguous rows are rounded as they are
+    // read, a transposed b through a rounded copy; the same rounding, the same bits
+    const Tensor q1 = q.narrow(2, 0, 1).contiguous();  // (2,3,1,8)
+    const Tensor s1 = matmul(q1, k);
+    CHECK(s1.to_vector<float>() == matmul(q1, k_t).to_vector<float>());
+    CHECK(s1.to_vector<float>() == s.narrow(2, 0, 1).contiguous().to_vector<float>());
     // float64 is never touched: the same bits as without the scope
     const Tensor a64 = randn({20, 30}, gen, Dtype::Float64), b64 = randn({30, 10}, gen, Dtype::Float64);
     const Tensor in_scope = matmul(a64, b64);

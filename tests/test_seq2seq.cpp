@@ -682,6 +682,78 @@ TEST_CASE("generation through the Model interface equals the encoder-decoder's o
     CHECK(max_abs_diff(r.narrow(0, row, 1), one.narrow(0, row / 3, 1)) <= kCacheTol);
 }
 
+TEST_CASE("reorder_kv moves a cache's rows in place, and copies a cache another tensor shares",
+          "[model][cache][beam]") {
+  Generator gen(139);
+  const std::vector<std::int64_t> order{2, 0, 0, 5, 5, 3, 6};  // swaps, repeats, a row that stays
+  const Tensor index = ids(order, {7});
+  NoGradGuard no_grad;
+  KVCache cache;
+  cache.k = randn({7, 2, 3, 4}, gen);  // (B,Hkv,T,Dh)
+  cache.v = randn({7, 2, 3, 4}, gen);
+  const Tensor want_k = index_select(cache.k, 0, index), want_v = index_select(cache.v, 0, index);
+  const TensorImpl* k_before = cache.k.impl();
+  reorder_kv(cache, index);
+  CHECK(cache.k.impl() == k_before);  // the same tensor: its rows moved in place
+  CHECK(cache.k.to_vector<float>() == want_k.to_vector<float>());
+  CHECK(cache.v.to_vector<float>() == want_v.to_vector<float>());
+  // another tensor (here a view) sees the memory: the rows are copied, the view keeps its values
+  const Tensor view = cache.k.narrow(0, 0, 1);
+  const auto view_values = view.to_vector<float>();
+  const Tensor want_k2 = index_select(cache.k, 0, index);
+  reorder_kv(cache, index);
+  CHECK(cache.k.impl() != k_before);
+  CHECK(cache.k.to_vector<float>() == want_k2.to_vector<float>());
+  CHECK(view.to_vector<float>() == view_values);
+  // fewer or more rows than the cache holds: a new tensor of B' rows
+  reorder_kv(cache, ids({1, 1}, {2}));
+  CHECK(cache.k.size(0) == 2);
+  CHECK_THROWS_WITH(reorder_kv(cache, ids({0, 2}, {2})), Contains("index value 2"));  // row 2 of 2
+}
+
+TEST_CASE("EncoderDecoderState::reorder exchanges the beams of one sentence and leaves the cross cache alone",
+          "[model][cache][decode][beam]") {
+  ModelConfig cfg = small_config();
+  Generator init(137);
+  const std::unique_ptr<Model> model = make_model(cfg, init);
+  model->eval();
+  NoGradGuard no_grad;
+  const Tensor src = ids({3, 5, 2, 6, 9, 4, 1, 10, 0, 0}, {2, 5});
+  // Two sentences, 3 beams each: rows 0-2 read sentence 0, rows 3-5 sentence 1. Each beam has
+  // its own history: BOS, then a token of its own.
+  const Tensor bos = ids({1, 1, 1, 1, 1, 1}, {6, 1});
+  const std::vector<std::int64_t> second{4, 7, 2, 9, 3, 5};
+  const std::vector<std::int64_t> order{2, 0, 0, 5, 5, 3};  // within each sentence, rows repeat
+  const auto state = model->start_decoding(src);
+  state->repeat_rows(3);
+  auto& s = dynamic_cast<EncoderDecoderState&>(*state);
+  CHECK(s.row_source == std::vector<std::int64_t>{0, 0, 0, 1, 1, 1});
+  model->decode_step(bos, *state);
+  model->decode_step(ids(second, {6, 1}), *state);
+  const auto cross_k = s.cache.layers[0].cross.k.impl();
+  state->reorder(ids(order, {6}));
+  CHECK(s.cache.layers[0].cross.k.impl() == cross_k);  // not copied: every beam's is the same
+  CHECK(state->length() == 2);
+  const Tensor third = ids({8, 6, 4, 2, 3, 7}, {6, 1});
+  const Tensor got = model->decode_step(third, *state);  // (6,V)
+  // The same histories decoded from the start, each row the beam it took the cache of.
+  std::vector<std::int64_t> second_taken;
+  for (std::int64_t from : order) second_taken.push_back(second[from]);
+  const auto fresh = model->start_decoding(src);
+  fresh->repeat_rows(3);
+  model->decode_step(bos, *fresh);
+  model->decode_step(ids(second_taken, {6, 1}), *fresh);
+  const Tensor want = model->decode_step(third, *fresh);
+  CHECK(max_abs_diff(got, want) <= kCacheTol);  // a row's place in the batch may change the summation blocks
+  // A row may not take the cache of another sentence's row: its cross-attention reads that source.
+  CHECK_THROWS_WITH(state->reorder(ids({0, 1, 2, 0, 4, 5}, {6})),
+                    Contains("row 3 reads source sentence 1") && Contains("row 0, which reads sentence 0") &&
+                        Contains("only the rows of one sentence"));
+  CHECK_THROWS_WITH(state->reorder(ids({0, 1, 2}, {3})), Contains("expected 6 batch indices") && Contains("got 3"));
+  CHECK_THROWS_WITH(state->reorder(ids({0, 1, 2, 3, 4, 6}, {6})), Contains("row 5 would take row 6"));
+  CHECK_THROWS_WITH(state->repeat_rows(0), Contains("times >= 1"));
+}
+
 // ---- parameters ------------------------------------------------------------------------------
 
 TEST_CASE("Seq2SeqTransformer parameter names follow the module tree", "[model][params]") {

@@ -14,11 +14,21 @@ constexpr std::int64_t kRowBlock = 4;
 
 // c_r[j] += a_r * b_row[j] for the kRowBlock rows r of a block, j < n. The restrict pointers
 // tell the compiler the rows do not overlap, so it vectorizes the j loop.
-template <class T>
+// kRoundB: b's elements are rounded to bf16 as they are read (bf16 precision, when b is used in
+// place instead of through a rounded copy; see small_gemm_bf16).
+template <bool kRoundB, class T>
+T b_value(const T* __restrict b_row, std::int64_t j) {
+  if constexpr (kRoundB)
+    return round_to_bf16(b_row[j]);
+  else
+    return b_row[j];
+}
+
+template <bool kRoundB, class T>
 void add_scaled_row_x4(std::int64_t n, const T* __restrict b_row, T a0, T a1, T a2, T a3, T* __restrict c0,
                        T* __restrict c1, T* __restrict c2, T* __restrict c3) {
   for (std::int64_t j = 0; j < n; ++j) {
-    const T bj = b_row[j];
+    const T bj = b_value<kRoundB>(b_row, j);
     c0[j] += a0 * bj;
     c1[j] += a1 * bj;
     c2[j] += a2 * bj;
@@ -27,13 +37,13 @@ void add_scaled_row_x4(std::int64_t n, const T* __restrict b_row, T a0, T a1, T 
 }
 
 // c_row[j] += a_i * b_row[j], j < n: the leftover rows (m not a multiple of kRowBlock).
-template <class T>
+template <bool kRoundB, class T>
 void add_scaled_row(std::int64_t n, const T* __restrict b_row, T a_i, T* __restrict c_row) {
-  for (std::int64_t j = 0; j < n; ++j) c_row[j] += a_i * b_row[j];
+  for (std::int64_t j = 0; j < n; ++j) c_row[j] += a_i * b_value<kRoundB>(b_row, j);
 }
 
 // b_packed: (k,n) row-major with row stride ldb. c: (m,n) contiguous = a @ b_packed.
-template <class T>
+template <class T, bool kRoundB = false>
 void small_gemm_packed(std::int64_t m, std::int64_t n, std::int64_t k, StridedMatrix<T> a, const T* b_packed,
                        std::int64_t ldb, T* c) {
   for (std::int64_t e = 0; e < m * n; ++e) c[e] = T(0);
@@ -41,25 +51,32 @@ void small_gemm_packed(std::int64_t m, std::int64_t n, std::int64_t k, StridedMa
   for (; i + kRowBlock <= m; i += kRowBlock) {  // four rows of c at a time
     T* c0 = c + i * n;
     for (std::int64_t kk = 0; kk < k; ++kk)
-      add_scaled_row_x4(n, b_packed + kk * ldb, a(i, kk), a(i + 1, kk), a(i + 2, kk), a(i + 3, kk), c0, c0 + n,
+      add_scaled_row_x4<kRoundB>(n, b_packed + kk * ldb, a(i, kk), a(i + 1, kk), a(i + 2, kk), a(i + 3, kk), c0, c0 + n,
                         c0 + 2 * n, c0 + 3 * n);
   }
   for (; i < m; ++i)  // the last m % 4 rows
-    for (std::int64_t kk = 0; kk < k; ++kk) add_scaled_row(n, b_packed + kk * ldb, a(i, kk), c + i * n);
+    for (std::int64_t kk = 0; kk < k; ++kk) add_scaled_row<kRoundB>(n, b_packed + kk * ldb, a(i, kk), c + i * n);
 }
 
 // out: x (rows, cols) copied into a row-major contiguous buffer, each element rounded to bf16
 // when kRoundBf16. The buffer is the calling thread's own (`out` is thread_local at the caller).
+// Two passes under bf16: the gather (the same loops as float32's), then the rounding over the
+// contiguous copy, which the compiler vectorizes (rounding inside the gather stayed scalar: with
+// it, greedy decoding in bf16 spent 14 % of its time here and ran slower than float32).
 template <bool kRoundBf16, class T>
 void copy_to_row_major(StridedMatrix<T> x, std::int64_t rows, std::int64_t cols, std::vector<T>& out) {
   out.resize(static_cast<std::size_t>(rows * cols));
-  for (std::int64_t r = 0; r < rows; ++r)
-    for (std::int64_t j = 0; j < cols; ++j) {
-      if constexpr (kRoundBf16)
-        out[r * cols + j] = round_to_bf16(x(r, j));
-      else
-        out[r * cols + j] = x(r, j);
+  T* __restrict dst = out.data();
+  for (std::int64_t r = 0; r < rows; ++r) {
+    if (x.col_stride == 1) {  // a contiguous row: a plain copy
+      const T* src = x.data + r * x.row_stride;
+      for (std::int64_t j = 0; j < cols; ++j) dst[r * cols + j] = src[j];
+    } else {
+      for (std::int64_t j = 0; j < cols; ++j) dst[r * cols + j] = x(r, j);
     }
+  }
+  if constexpr (kRoundBf16)
+    for (std::int64_t e = 0; e < rows * cols; ++e) dst[e] = round_to_bf16(dst[e]);
 }
 
 // Copies b into a row-major (k,n) buffer, one per thread, reused from call to call (unless b's
@@ -81,10 +98,19 @@ void small_gemm_impl(std::int64_t m, std::int64_t n, std::int64_t k, StridedMatr
 // of a training step's FLOPs. (Rounding a as it was read instead -- scalar roundings between the
 // multiply-adds of rows only n = 24 wide -- made q k^T 1.7x as slow: 1024 slices of 24x24x64 on
 // one thread, 6.0 ms against 3.5, AMD EPYC Zen 5.)
+//
+// With a few rows of a (m <= kRowBlock: a decoding step's one query per head) every element of b is
+// read once, so where b's rows are contiguous (weights @ v) the kernel rounds them as it reads them
+// instead: the copy of v cost more than the product (greedy decoding in bf16 was slower than in
+// float32). The rounding is the same, so are the bits.
 void small_gemm_bf16(std::int64_t m, std::int64_t n, std::int64_t k, StridedMatrix<float> a, StridedMatrix<float> b,
                      float* c) {
   thread_local std::vector<float> a_rounded, b_rounded;
   copy_to_row_major<true>(a, m, k, a_rounded);
+  if (m <= kRowBlock && (b.col_stride == 1 || n == 1)) {
+    small_gemm_packed<float, true>(m, n, k, StridedMatrix<float>{a_rounded.data(), k, 1}, b.data, b.row_stride, c);
+    return;
+  }
   copy_to_row_major<true>(b, k, n, b_rounded);
   small_gemm_packed(m, n, k, StridedMatrix<float>{a_rounded.data(), k, 1}, b_rounded.data(), n, c);
 }

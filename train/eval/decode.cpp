@@ -7,6 +7,8 @@
 #include <limits>
 #include <stdexcept>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 #include "autograd/exercise.h"
 #include "autograd/node.h"
@@ -203,18 +205,47 @@ struct NextBeams {
 // Step t of sentence b: picks its next K beams among the 2K best extensions (logp: (B*K, V)
 // log-probabilities) and finishes hypotheses that end in EOS or run out of length (`length`
 // tokens scored so far, EOS included; norm = length^alpha).
+// One extension of a beam: its total score, the row of the beam, the token it adds.
+using Extension = std::tuple<double, std::int64_t, std::int64_t>;
+
+// The `count` best extensions of sentence b's alive beams (every allowed token after each), best
+// first; of equal scores the lower row, then the lower token, comes first. The candidates are
+// read in that order (rows, then tokens, ascending) into a heap of the best so far whose top is
+// the worst of them: a candidate enters only if it beats that, so of K x V candidates only a few
+// do. (Sorting all K x V, as this did first, was most of beam search's own time.)
+std::vector<Extension> best_extensions(const Beams& beams, std::int64_t b, const std::vector<float>& logp,
+                                       std::int64_t V, std::int64_t pad, std::size_t count) {
+  const auto better = [](const Extension& x, const Extension& y) {  // x before y
+    if (std::get<0>(x) != std::get<0>(y)) return std::get<0>(x) > std::get<0>(y);
+    return std::make_pair(std::get<1>(x), std::get<2>(x)) < std::make_pair(std::get<1>(y), std::get<2>(y));
+  };
+  std::vector<Extension> best;  // a heap under `better`: best.front() is the worst kept
+  best.reserve(count + 1);
+  for (std::int64_t row = b * beams.K; row < (b + 1) * beams.K; ++row) {
+    if (beams.scores[row] == kNegInf) continue;
+    const float* row_logp = logp.data() + row * V;
+    for (std::int64_t v = 0; v < V; ++v) {
+      if (forbidden(v, pad)) continue;
+      const double total = beams.scores[row] + row_logp[v];
+      // later candidates lose ties (higher row or token), so only a higher score gets in
+      if (best.size() == count && !(total > std::get<0>(best.front()))) continue;
+      best.emplace_back(total, row, v);
+      std::push_heap(best.begin(), best.end(), better);
+      if (best.size() > count) {
+        std::pop_heap(best.begin(), best.end(), better);
+        best.pop_back();
+      }
+    }
+  }
+  std::sort_heap(best.begin(), best.end(), better);  // best first
+  return best;
+}
+
 void extend_sentence(Beams& beams, NextBeams& next, std::int64_t b, const std::vector<float>& logp, std::int64_t V,
                      std::int64_t pad, std::int64_t length, double norm, bool out_of_length) {
   const std::int64_t K = beams.K;
-  std::vector<std::tuple<double, std::int64_t, std::int64_t>> cand;  // (total score, row, token)
-  for (std::int64_t row = b * K; row < (b + 1) * K; ++row) {
-    if (beams.scores[row] == kNegInf) continue;
-    for (std::int64_t v = 0; v < V; ++v)
-      if (!forbidden(v, pad)) cand.emplace_back(beams.scores[row] + logp[row * V + v], row, v);
-  }
-  const std::size_t keep = std::min<std::size_t>(cand.size(), 2 * K);  // best 2K first
-  std::partial_sort(cand.begin(), cand.begin() + keep, cand.end(),
-                    [](const auto& x, const auto& y) { return std::get<0>(x) > std::get<0>(y); });
+  const std::vector<Extension> cand = best_extensions(beams, b, logp, V, pad, 2 * K);  // the best 2K, best first
+  const std::size_t keep = cand.size();
   std::int64_t alive = 0;
   for (std::size_t i = 0; i < keep && alive < K; ++i) {
     const auto [total, row, v] = cand[i];

@@ -202,9 +202,6 @@ struct NextBeams {
   std::vector<double> scores;
 };
 
-// Step t of sentence b: picks its next K beams among the 2K best extensions (logp: (B*K, V)
-// log-probabilities) and finishes hypotheses that end in EOS or run out of length (`length`
-// tokens scored so far, EOS included; norm = length^alpha).
 // One extension of a beam: its total score, the row of the beam, the token it adds.
 using Extension = std::tuple<double, std::int64_t, std::int64_t>;
 
@@ -241,6 +238,9 @@ std::vector<Extension> best_extensions(const Beams& beams, std::int64_t b, const
   return best;
 }
 
+// Step t of sentence b: picks its next K beams among the 2K best extensions (logp: (B*K, V)
+// log-probabilities) and finishes hypotheses that end in EOS or run out of length (`length`
+// tokens scored so far, EOS included; norm = length^alpha).
 void extend_sentence(Beams& beams, NextBeams& next, std::int64_t b, const std::vector<float>& logp, std::int64_t V,
                      std::int64_t pad, std::int64_t length, double norm, bool out_of_length) {
   const std::int64_t K = beams.K;

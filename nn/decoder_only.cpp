@@ -53,11 +53,7 @@ std::int64_t DecoderOnlyState::length() const { return layers.empty() ? 0 : laye
 
 // every cached k/v (B,Hkv,T,Dh) and `first` (B,1) -> rows batch_indices, (B',...)
 void DecoderOnlyState::reorder(const Tensor& batch_indices) {
-  if (!batch_indices.defined() || batch_indices.dim() != 1 || batch_indices.dtype() != Dtype::Int64)
-    throw std::invalid_argument("DecoderOnlyState::reorder: expected int64 batch indices of shape (B'), got " +
-                                (batch_indices.defined() ? std::string(dtype_name(batch_indices.dtype())) + " " +
-                                                               shape_str(batch_indices.shape())
-                                                         : std::string("an undefined tensor")));
+  check_batch_indices(batch_indices, "DecoderOnlyState::reorder");
   for (KVCache& layer : layers) reorder_kv(layer, batch_indices);
   if (first.defined()) first = index_select(first, 0, batch_indices);
 }

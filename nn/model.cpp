@@ -29,6 +29,14 @@ Tensor add_positions(const Module& positions, const Tensor& x, std::int64_t star
   throw std::invalid_argument(std::string("add_positions: unexpected positional module ") + positions.type_name());
 }
 
+void check_batch_indices(const Tensor& batch_indices, const char* who) {
+  if (!batch_indices.defined() || batch_indices.dim() != 1 || batch_indices.dtype() != Dtype::Int64)
+    throw std::invalid_argument(std::string(who) + ": expected int64 batch indices of shape (B'), got " +
+                                (batch_indices.defined() ? std::string(dtype_name(batch_indices.dtype())) + " " +
+                                                               shape_str(batch_indices.shape())
+                                                         : std::string("an undefined tensor")));
+}
+
 // Whether rows of x (B, ...) may be moved in place to the order `from`: x is contiguous, held by
 // nothing else (no other tensor or view sees its memory), not part of a graph, and `from` holds
 // B rows, each in [0, B).

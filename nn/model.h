@@ -90,6 +90,8 @@ std::shared_ptr<Module> make_positions(const ModelConfig& cfg, Generator& init_g
 Tensor add_positions(const Module& positions, const Tensor& x, std::int64_t start_pos);
 // k/v: (B,Hkv,T,Dh) -> (B',Hkv,T,Dh), the rows batch_indices (int64 (B')); an empty cache stays empty.
 void reorder_kv(KVCache& cache, const Tensor& batch_indices);
+// Throws, naming `who`, unless batch_indices is a defined int64 tensor of shape (B').
+void check_batch_indices(const Tensor& batch_indices, const char* who);
 // The module tree, one line per module indented by depth: "encoder (Encoder): 1234 parameters".
 std::string module_tree_summary(const Module& model, const std::string& root_name = "model");
 

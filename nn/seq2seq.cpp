@@ -16,15 +16,6 @@ namespace sf::nn {
 
 // ---- DecoderCache ------------------------------------------------------------------------
 
-// batch_indices must be int64 (B'); `who` names the caller in the error.
-static void check_batch_indices(const Tensor& batch_indices, const char* who) {
-  if (!batch_indices.defined() || batch_indices.dim() != 1 || batch_indices.dtype() != Dtype::Int64)
-    throw std::invalid_argument(std::string(who) + ": expected int64 batch indices of shape (B'), got " +
-                                (batch_indices.defined() ? std::string(dtype_name(batch_indices.dtype())) + " " +
-                                                               shape_str(batch_indices.shape())
-                                                         : std::string("an undefined tensor")));
-}
-
 void DecoderCache::reorder(const Tensor& batch_indices) {
   check_batch_indices(batch_indices, "DecoderCache::reorder");
   for (LayerCache& layer : layers) {

@@ -135,13 +135,16 @@ TEST_CASE("round_rows_to_bf16 rounds a strided matrix into a contiguous one", "[
       REQUIRE(out[static_cast<std::size_t>(r) * cols + c] == nearest_bf16(x[static_cast<std::size_t>(r) * ld + c]));
 }
 
-TEST_CASE("gemm_bf16 (oneDNN) matches the plain reference on every layout", "[bf16][reference]") {
-  if (!has_bf16_units("gemm_bf16")) return;
-  Generator gen(5);
+namespace {
+
+// gemm_bf16 against gemm_bf16_reference for every transpose layout and accumulate, at sizes
+// m, n, k with padded leading dimensions: within float32's summing error of the same rounded
+// inputs, and the padding of c untouched.
+void check_gemm_bf16_layouts(int m, int n, int k, Generator& gen) {
   for (bool ta : {false, true})
     for (bool tb : {false, true})
       for (bool accumulate : {false, true}) {
-        const Case c{ta, tb};
+        const Case c{ta, tb, m, n, k};
         const auto a = random_matrix(ta ? c.k : c.m, ta ? c.m : c.k, c.lda(), gen);
         const auto b = random_matrix(tb ? c.n : c.k, tb ? c.k : c.n, c.ldb(), gen);
         const auto c0 = random_matrix(c.m, c.n, c.ldc(), gen);  // what accumulate adds onto
@@ -158,13 +161,38 @@ TEST_CASE("gemm_bf16 (oneDNN) matches the plain reference on every layout", "[bf
                                                       (accumulate ? std::abs(c0[at]) : 0.0));
             worst = std::max(worst, std::abs(static_cast<double>(fast[at]) - ref[at]) / allowed);
           }
-        INFO("trans_a " << ta << " trans_b " << tb << " accumulate " << accumulate << ": worst error / allowed " << worst);
+        INFO(m << " x " << n << " x " << k << ", trans_a " << ta << " trans_b " << tb << " accumulate " << accumulate
+               << ": worst error / allowed " << worst);
         REQUIRE(worst <= 1.0);
         // the padding beyond n in each row of c is left alone
         for (int i = 0; i < c.m; ++i)
           for (int j = c.n; j < c.ldc(); ++j)
             REQUIRE(fast[static_cast<std::size_t>(i) * c.ldc() + j] == c0[static_cast<std::size_t>(i) * c.ldc() + j]);
       }
+}
+
+}  // namespace
+
+TEST_CASE("gemm_bf16 (oneDNN) matches the plain reference on every layout", "[bf16][reference]") {
+  if (!has_bf16_units("gemm_bf16")) return;
+  Generator gen(5);
+  const Case c{false, false};
+  REQUIRE(static_cast<std::int64_t>(c.m) * c.n * c.k < kGemmParallelMinMacs);  // one call, on this thread
+  check_gemm_bf16_layouts(c.m, c.n, c.k, gen);
+}
+
+TEST_CASE("gemm_bf16 split into blocks among the threads matches the plain reference", "[bf16][reference]") {
+  if (!has_bf16_units("gemm_bf16")) return;
+  Generator gen(9);
+  const int before = num_threads();
+  set_num_threads(2);
+  // Large enough to split (m n k >= kGemmParallelMinMacs): into row blocks when m >= n, column
+  // blocks otherwise. 83 rows make blocks of 48 and 35 (edges at multiples of kGemmBlockAlign).
+  REQUIRE(83LL * 45 * 130 >= kGemmParallelMinMacs);
+  REQUIRE(40LL * 101 * 140 >= kGemmParallelMinMacs);
+  check_gemm_bf16_layouts(83, 45, 130, gen);   // row blocks
+  check_gemm_bf16_layouts(40, 101, 140, gen);  // column blocks
+  set_num_threads(before);
 }
 
 TEST_CASE("a bf16 product is within bf16's rounding bound of the exact one, and really rounds", "[bf16][reference]") {

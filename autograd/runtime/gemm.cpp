@@ -24,17 +24,6 @@ void blas_gemm(bool ta, bool tb, int m, int n, int k, const double* a, int lda, 
               ldb, accumulate ? 1.0 : 0.0, c, ldc);
 }
 
-// Block edges are multiples of this many rows or columns (BLAS kernels work in such panels).
-constexpr int kBlockAlign = 16;
-
-// [begin, end) of block `i` of `parts` over `size`, edges rounded to kBlockAlign.
-void block_range(int size, int parts, int i, int& begin, int& end) {
-  const int per = (size + parts - 1) / parts;
-  const int aligned = (per + kBlockAlign - 1) / kBlockAlign * kBlockAlign;
-  begin = std::min(size, i * aligned);
-  end = std::min(size, begin + aligned);
-}
-
 // Splits C into `parts` row blocks (when it has at least as many rows as columns) or column
 // blocks, and runs one BLAS call per block on the OpenMP threads.
 //   row block [r0, r1):    c[r0:r1, :] = op(a)[r0:r1, :] @ op(b)
@@ -49,11 +38,11 @@ void gemm_split(bool ta, bool tb, int m, int n, int k, const T* a, int lda, cons
     return;
   }
   const bool split_rows = m >= n;
-  const int parts = std::min(threads, std::max(1, (split_rows ? m : n) / kBlockAlign));
+  const int parts = std::min(threads, std::max(1, (split_rows ? m : n) / kGemmBlockAlign));
 #pragma omp parallel for schedule(static) num_threads(parts)
   for (int i = 0; i < parts; ++i) {
     int begin = 0, end = 0;
-    block_range(split_rows ? m : n, parts, i, begin, end);
+    gemm_block_range(split_rows ? m : n, parts, i, begin, end);
     if (begin == end) continue;
     if (split_rows) {  // rows r of op(a): a + r*lda, or column r of a stored (k,m): a + r
       const T* a_block = ta ? a + begin : a + static_cast<std::int64_t>(begin) * lda;
@@ -67,6 +56,13 @@ void gemm_split(bool ta, bool tb, int m, int n, int k, const T* a, int lda, cons
 }
 
 }  // namespace
+
+void gemm_block_range(int size, int parts, int i, int& begin, int& end) {
+  const int per = (size + parts - 1) / parts;
+  const int aligned = (per + kGemmBlockAlign - 1) / kGemmBlockAlign * kGemmBlockAlign;
+  begin = std::min(size, i * aligned);
+  end = std::min(size, begin + aligned);
+}
 
 void gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c,
           int ldc, bool accumulate) {

@@ -33,4 +33,10 @@ void gemm(bool trans_a, bool trans_b, int m, int n, int k, const double* a, int 
 // (OpenBLAS makes the same choice for its own threads: 4 * 65536).
 constexpr std::int64_t kGemmParallelMinMacs = 4 * 65536;
 
+// How gemm splits a product among `parts` threads: block `i` of C's rows (or columns) is
+// [begin, end), edges multiples of kGemmBlockAlign (BLAS kernels work in such panels). Blocks
+// at the end may be empty (begin == end). gemm_bf16 splits the same way.
+constexpr int kGemmBlockAlign = 16;
+void gemm_block_range(int size, int parts, int i, int& begin, int& end);
+
 }  // namespace sf

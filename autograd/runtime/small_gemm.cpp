@@ -1,9 +1,9 @@
 // small_gemm: see small_gemm.h for what it computes and why it exists.
 #include "autograd/runtime/small_gemm.h"
 
-#include <vector>
 
 #include "autograd/runtime/bf16.h"
+#include "autograd/runtime/scratch_buffer.h"
 
 namespace sf {
 
@@ -58,16 +58,16 @@ void small_gemm_packed(std::int64_t m, std::int64_t n, std::int64_t k, StridedMa
     for (std::int64_t kk = 0; kk < k; ++kk) add_scaled_row<kRoundB>(n, b_packed + kk * ldb, a(i, kk), c + i * n);
 }
 
-// out: x (rows, cols) copied into a row-major contiguous buffer, each element rounded to bf16
-// when kRoundBf16. The buffer is the calling thread's own (`out` is thread_local at the caller).
+// x (rows, cols) copied into a row-major contiguous buffer, each element rounded to bf16 when
+// kRoundBf16; returns the copy. The buffer is the calling thread's own (`out` is thread_local at
+// the caller; scratch_buffer.h: it is not zero-filled first).
 // Two passes under bf16: the gather (the same loops as float32's), then the rounding over the
 // contiguous copy, which the compiler vectorizes. (Rounding inside the gather stayed scalar:
 // greedy decoding in bf16 spent 14 % of its time there. 256 q k^T slices of (1,64) @ (64,30), as
 // a decoding step at batch 64 has, 2 threads, AMD EPYC Zen 5: 302 us before, 119-172 after.)
 template <bool kRoundBf16, class T>
-void copy_to_row_major(StridedMatrix<T> x, std::int64_t rows, std::int64_t cols, std::vector<T>& out) {
-  out.resize(static_cast<std::size_t>(rows * cols));
-  T* __restrict dst = out.data();
+T* copy_to_row_major(StridedMatrix<T> x, std::int64_t rows, std::int64_t cols, ScratchBuffer<T>& out) {
+  T* __restrict dst = out.get(static_cast<std::size_t>(rows * cols));
   for (std::int64_t r = 0; r < rows; ++r) {
     if (x.col_stride == 1) {  // a contiguous row: a plain copy
       const T* src = x.data + r * x.row_stride;
@@ -78,6 +78,7 @@ void copy_to_row_major(StridedMatrix<T> x, std::int64_t rows, std::int64_t cols,
   }
   if constexpr (kRoundBf16)
     for (std::int64_t e = 0; e < rows * cols; ++e) dst[e] = round_to_bf16(dst[e]);
+  return dst;
 }
 
 // Copies b into a row-major (k,n) buffer, one per thread, reused from call to call (unless b's
@@ -88,9 +89,8 @@ void small_gemm_impl(std::int64_t m, std::int64_t n, std::int64_t k, StridedMatr
     small_gemm_packed(m, n, k, a, b.data, b.row_stride, c);
     return;
   }
-  thread_local std::vector<T> b_copy;
-  copy_to_row_major<false>(b, k, n, b_copy);
-  small_gemm_packed(m, n, k, a, b_copy.data(), n, c);
+  thread_local ScratchBuffer<T> b_copy;
+  small_gemm_packed(m, n, k, a, copy_to_row_major<false>(b, k, n, b_copy), n, c);
 }
 
 // Under bf16 precision (bf16.h) both inputs are rounded to bf16 once, into per-thread copies, and
@@ -107,14 +107,14 @@ void small_gemm_impl(std::int64_t m, std::int64_t n, std::int64_t k, StridedMatr
 // 27-34.)
 void small_gemm_bf16(std::int64_t m, std::int64_t n, std::int64_t k, StridedMatrix<float> a, StridedMatrix<float> b,
                      float* c) {
-  thread_local std::vector<float> a_rounded, b_rounded;
-  copy_to_row_major<true>(a, m, k, a_rounded);
+  thread_local ScratchBuffer<float> a_buffer, b_buffer;
+  const float* a_rounded = copy_to_row_major<true>(a, m, k, a_buffer);
   if (m <= kRowBlock && (b.col_stride == 1 || n == 1)) {
-    small_gemm_packed<float, true>(m, n, k, StridedMatrix<float>{a_rounded.data(), k, 1}, b.data, b.row_stride, c);
+    small_gemm_packed<float, true>(m, n, k, StridedMatrix<float>{a_rounded, k, 1}, b.data, b.row_stride, c);
     return;
   }
-  copy_to_row_major<true>(b, k, n, b_rounded);
-  small_gemm_packed(m, n, k, StridedMatrix<float>{a_rounded.data(), k, 1}, b_rounded.data(), n, c);
+  const float* b_rounded = copy_to_row_major<true>(b, k, n, b_buffer);
+  small_gemm_packed(m, n, k, StridedMatrix<float>{a_rounded, k, 1}, b_rounded, n, c);
 }
 
 }  // namespace

@@ -119,3 +119,42 @@ TEST_CASE("Adam in float32 follows the float64 update", "[optim][adam]") {
   for (std::int64_t i = 0; i < 4; ++i) REQUIRE(p32.at({i}) == Approx(p64.at({i})).epsilon(kFloat32Tol));
   REQUIRE(p64.at({0}) != Approx(w0[0]).epsilon(kFloat32Tol));  // the steps did move the weights
 }
+
+TEST_CASE("clip_grad_norm and Adam in one OpenMP region give the same bits on 1 and 2 threads", "[optim][parallel]") {
+  // clip_grad_norm, scale_grads and Adam::step each share all the tensors' elements among the
+  // threads in one region (train/optim.cpp). Sizes around kParallelMinElements (65536): a 256 x
+  // 256 weight, one just above, a bias, a large one. An element skipped or updated twice on 2
+  // threads would change the bits.
+  const std::vector<Shape> shapes = {{256, 256}, {70001}, {300}, {1024, 200}, {7}};
+  std::vector<double> norm_alone;  // the norm, summed as squared_norm tensor by tensor
+  auto run = [&]() {
+    Generator gen(11);
+    NamedParameters ps;
+    for (std::size_t i = 0; i < shapes.size(); ++i) {
+      Tensor p = randn(shapes[i], gen);
+      p.requires_grad_();
+      p.impl()->grad = randn(shapes[i], gen).impl_ptr();
+      ps.push_back({"p" + std::to_string(i), p});
+    }
+    double alone = 0;
+    for (const auto& [_, p] : ps) alone += squared_norm(p.grad());
+    norm_alone.push_back(std::sqrt(alone));
+    Adam adam(ps, 0.9, 0.98, 1e-9, 0.0, false);
+    std::vector<double> out = {clip_grad_norm(ps, 1.0)};  // the gradients' norm is about 700: they are scaled
+    adam.step(1e-2);
+    adam.step(1e-2);
+    for (const auto& [_, p] : ps) {
+      const std::vector<double> v = p.to_vector<double>();
+      out.insert(out.end(), v.begin(), v.end());
+    }
+    return out;
+  };
+  const auto [one, two] = sf::test::on_one_and_two_threads(run);
+  REQUIRE(one.size() == two.size());
+  REQUIRE(one[0] > 1.0);  // clipping did scale the gradients
+  REQUIRE(one[0] == norm_alone[0]);  // the same bits as squared_norm summed tensor by tensor
+  REQUIRE(two[0] == norm_alone[1]);
+  std::size_t differ = 0;
+  for (std::size_t i = 0; i < one.size(); ++i) differ += one[i] != two[i];
+  REQUIRE(differ == 0);
+}

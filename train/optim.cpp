@@ -75,6 +75,9 @@ struct AdamStepConstants {
 // the formula. It runs in the parameter's own dtype (float32 for a float32 model, as PyTorch
 // does), so the compiler can vectorise the loop: 8-16 floats per instruction, sqrt and divide
 // included (measured on the bench: 47 ms per step in double, see the closing note of #5).
+// The loop is an orphaned `omp for ... nowait`: called inside Adam::step's one parallel region,
+// each thread takes its share of this tensor and goes on to the next tensor without waiting.
+// Each element is computed alone, so the result is the same on any number of threads.
 template <class T>
 void adam_update(T* w, const T* grad, T* m_state, T* v_state, std::int64_t n, const AdamStepConstants& c) {
   const T b1 = static_cast<T>(c.beta1), b2 = static_cast<T>(c.beta2), eps = static_cast<T>(c.eps);
@@ -83,7 +86,7 @@ void adam_update(T* w, const T* grad, T* m_state, T* v_state, std::int64_t n, co
   const T keep = c.decoupled ? static_cast<T>(1 - c.lr * c.weight_decay) : T(1);  // AdamW: w *= 1 - lr wd
   const T step_size = static_cast<T>(c.lr / c.bias_correction1);
   const T inv_sqrt_bc2 = static_cast<T>(1 / std::sqrt(c.bias_correction2));
-#pragma omp parallel for simd schedule(static) if (n > kParallelMinElements)
+#pragma omp for simd schedule(static) nowait
   for (std::int64_t k = 0; k < n; ++k) {
     const T g = grad[k] + l2 * w[k];
     const T m = b1 * m_state[k] + one_minus_b1 * g;
@@ -108,13 +111,29 @@ void Adam::step(double lr) {
   c.decoupled = decoupled_;
   c.bias_correction1 = 1.0 - std::pow(beta1_, static_cast<double>(steps_));
   c.bias_correction2 = 1.0 - std::pow(beta2_, static_cast<double>(steps_));
+  // Every tensor's update in one OpenMP region, the threads sharing each tensor's elements
+  // (adam_update). A region per tensor kept the tensors of at most kParallelMinElements elements
+  // -- each 256 x 256 weight of the bench model, a third of its parameters -- on one thread while
+  // the other waited.
+  struct Update {
+    std::size_t i;  // params_[i]
+    Tensor grad;
+  };
+  std::vector<Update> updates;
+  std::int64_t elements = 0;
   for (std::size_t i = 0; i < params_.size(); ++i) {
-    const Tensor& p = params_[i].second;
-    Tensor g = grad_of(p);
+    Tensor g = grad_of(params_[i].second);
     if (!g.defined()) continue;
+    dispatch_float(g.dtype(), "Adam::step", [](auto) {});  // throws here, not inside the region
+    elements += g.numel();
+    updates.push_back({i, std::move(g)});
+  }
+#pragma omp parallel if (elements > kParallelMinElements)
+  for (const Update& u : updates) {
+    const Tensor& p = params_[u.i].second;
     dispatch_float(p.dtype(), "Adam::step", [&](auto tag) {
       using T = decltype(tag);
-      adam_update<T>(p.data<T>(), g.data<T>(), m_[i].data<T>(), v_[i].data<T>(), p.numel(), c);
+      adam_update<T>(p.data<T>(), u.grad.data<T>(), m_[u.i].data<T>(), v_[u.i].data<T>(), p.numel(), c);
     });
   }
 }
@@ -187,23 +206,30 @@ void SGD::load_state(const std::map<std::string, Tensor>& state) {
 
 namespace {
 
-// sum_k x[k]^2 in double. The n elements are cut into fixed chunks of kChunk; the chunks run on
-// the threads, each summed in SIMD lanes, and their sums are added in chunk order, so the result
-// is the same for any thread count (it depends only on n). The embedding's gradient alone is 2M
-// numbers in the bench model.
+// Sums of squares are taken in fixed chunks of this many elements (see sum_of_squares).
+constexpr std::int64_t kSquaresChunk = 16384;
+
+// sum of x[k]^2 over [begin, end), in double, in SIMD lanes.
+template <class T>
+double chunk_sum_of_squares(const T* x, std::int64_t begin, std::int64_t end) {
+  double s = 0;
+#pragma omp simd reduction(+ : s)
+  for (std::int64_t k = begin; k < end; ++k) s += static_cast<double>(x[k]) * static_cast<double>(x[k]);
+  return s;
+}
+
+// sum_k x[k]^2 in double. The n elements are cut into fixed chunks of kSquaresChunk; the chunks
+// run on the threads, and their sums are added in chunk order, so the result is the same for any
+// thread count (it depends only on n). The embedding's gradient alone is 2M numbers in the bench
+// model.
 template <class T>
 double sum_of_squares(const T* x, std::int64_t n) {
-  constexpr std::int64_t kChunk = 16384;
-  const std::int64_t chunks = (n + kChunk - 1) / kChunk;
+  const std::int64_t chunks = (n + kSquaresChunk - 1) / kSquaresChunk;
   std::vector<double> partial(static_cast<std::size_t>(chunks), 0.0);
 #pragma omp parallel for schedule(static) if (chunks > 4)
-  for (std::int64_t c = 0; c < chunks; ++c) {
-    const std::int64_t begin = c * kChunk, end = std::min(n, begin + kChunk);
-    double s = 0;
-#pragma omp simd reduction(+ : s)
-    for (std::int64_t k = begin; k < end; ++k) s += static_cast<double>(x[k]) * static_cast<double>(x[k]);
-    partial[static_cast<std::size_t>(c)] = s;
-  }
+  for (std::int64_t c = 0; c < chunks; ++c)
+    partial[static_cast<std::size_t>(c)] =
+        chunk_sum_of_squares(x, c * kSquaresChunk, std::min(n, (c + 1) * kSquaresChunk));
   double total = 0;
   for (double s : partial) total += s;
   return total;
@@ -219,20 +245,56 @@ double squared_norm(const Tensor& t) {
   });
 }
 
+// The sum of every gradient's squared_norm, in tensor order, with all the tensors' chunks in one
+// OpenMP loop (one region per tensor kept each tensor of at most 4 chunks, a 256 x 256 weight, on
+// one thread). The chunk sums are added as squared_norm adds them -- in chunk order into the
+// tensor's sum, then the tensor's sum into the total -- so the norm has the same bits as summing
+// squared_norm(g) tensor by tensor, on any thread count.
 double clip_grad_norm(const NamedParameters& params, double max_norm) {
   NoGradGuard no_grad;
-  double total = 0;
+  struct Chunk {
+    std::size_t grad;  // grads[grad]
+    std::int64_t begin, end;
+  };
+  std::vector<Tensor> grads;
+  std::vector<Chunk> chunks;
   for (const auto& [_, p] : params) {
     Tensor g = grad_of(p);
-    if (g.defined()) total += squared_norm(g);
+    if (!g.defined()) continue;
+    dispatch_float(g.dtype(), "clip_grad_norm", [](auto) {});  // throws here, not inside the loop
+    for (std::int64_t begin = 0; begin < g.numel(); begin += kSquaresChunk)
+      chunks.push_back({grads.size(), begin, std::min(g.numel(), begin + kSquaresChunk)});
+    grads.push_back(std::move(g));
+  }
+  std::vector<double> partial(chunks.size(), 0.0);
+  const std::int64_t count = static_cast<std::int64_t>(chunks.size());
+#pragma omp parallel for schedule(static) if (count > 4)
+  for (std::int64_t i = 0; i < count; ++i) {
+    const Chunk& ch = chunks[static_cast<std::size_t>(i)];
+    const Tensor& g = grads[ch.grad];
+    partial[static_cast<std::size_t>(i)] = dispatch_float(g.dtype(), "clip_grad_norm", [&](auto tag) {
+      using T = decltype(tag);
+      return chunk_sum_of_squares(g.data<T>(), ch.begin, ch.end);
+    });
+  }
+  double total = 0;
+  std::size_t next = 0;
+  for (std::size_t t = 0; t < grads.size(); ++t) {
+    double grad_sum = 0;
+    for (; next < chunks.size() && chunks[next].grad == t; ++next) grad_sum += partial[next];
+    total += grad_sum;
   }
   const double norm = std::sqrt(total);
   if (max_norm > 0 && std::isfinite(norm) && norm > max_norm) scale_grads(params, max_norm / (norm + 1e-6));
   return norm;
 }
 
+// Every gradient scaled in place in one OpenMP region, the threads sharing each tensor's
+// elements (an orphaned `omp for ... nowait` per tensor, as in Adam::step).
 void scale_grads(const NamedParameters& params, double factor) {
   NoGradGuard no_grad;
+  std::vector<Tensor> in_place;
+  std::int64_t elements = 0;
   for (const auto& [_, p] : params) {
     Tensor g = p.grad();
     if (!g.defined()) continue;
@@ -241,12 +303,18 @@ void scale_grads(const NamedParameters& params, double factor) {
       p.impl()->grad = mul(g, factor).impl_ptr();
       continue;
     }
+    dispatch_float(g.dtype(), "scale_grads", [](auto) {});  // throws here, not inside the region
+    elements += g.numel();
+    in_place.push_back(std::move(g));
+  }
+#pragma omp parallel if (elements > kParallelMinElements)
+  for (const Tensor& g : in_place) {
     dispatch_float(g.dtype(), "scale_grads", [&](auto tag) {
       using T = decltype(tag);
       T* pg = g.data<T>();
       const std::int64_t n = g.numel();
       const T f = static_cast<T>(factor);
-#pragma omp parallel for simd schedule(static) if (n > kParallelMinElements)
+#pragma omp for simd schedule(static) nowait
       for (std::int64_t k = 0; k < n; ++k) pg[k] *= f;
     });
   }

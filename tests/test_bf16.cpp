@@ -192,6 +192,8 @@ TEST_CASE("gemm_bf16 split into blocks among the threads matches the plain refer
   REQUIRE(40LL * 101 * 140 >= kGemmParallelMinMacs);
   check_gemm_bf16_layouts(83, 45, 130, gen);   // row blocks
   check_gemm_bf16_layouts(40, 101, 140, gen);  // column blocks
+  REQUIRE(20LL * 20 * 700 >= kGemmParallelMinMacs);
+  check_gemm_bf16_layouts(20, 20, 700, gen);  // large, but too narrow for two blocks: one call
   set_num_threads(before);
 }
 

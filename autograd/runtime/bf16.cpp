@@ -140,12 +140,14 @@ void gemm_bf16(bool trans_a, bool trans_b, int m, int n, int k, const float* a, 
 
   const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
   const bool small = static_cast<std::int64_t>(m) * n * k < kGemmParallelMinMacs;
-  if (threads == 1 || small) {
+  const bool split_rows = m >= n;
+  const int parts = std::min(threads, std::max(1, (split_rows ? m : n) / kGemmBlockAlign));
+  // One block: no region at all. (Inside a one-thread region, oneDNN's own loop would start a
+  // team of its own: libgomp makes new threads for a parallel loop nested in an inactive region.)
+  if (small || parts == 1) {
     onednn_matmul(trans_a, trans_b, m, n, k, a_all, a16_ld, b_all, b16_ld, c, ldc, accumulate);
     return;
   }
-  const bool split_rows = m >= n;
-  const int parts = std::min(threads, std::max(1, (split_rows ? m : n) / kGemmBlockAlign));
   std::exception_ptr failure;  // an exception must not leave an OpenMP region: kept, rethrown after
 #pragma omp parallel for schedule(static) num_threads(parts)
   for (int i = 0; i < parts; ++i) try {

@@ -3,9 +3,7 @@
 
 #include <omp.h>
 
-#include <algorithm>
 #include <dnnl.hpp>
-#include <exception>
 #include <stdexcept>
 
 #include "autograd/kernels.h"
@@ -112,8 +110,9 @@ void onednn_matmul(bool trans_a, bool trans_b, int m, int n, int k, const std::u
 
 }  // namespace
 
-// The threads split C into row (or column) blocks as the float32 gemm does (gemm.h), one
-// single-threaded oneDNN call per block, rather than letting oneDNN thread each product. Measured
+// The threads split C into row (or column) blocks as the float32 gemm does (gemm_in_blocks,
+// gemm.h), one single-threaded oneDNN call per block, rather than letting oneDNN thread each
+// product. Measured
 // on a 2-core AMD EPYC (Zen 5, AVX512-BF16), oneDNN 2.6, the same rounded inputs, medians of 30,
 // oneDNN on 2 threads against two blocks: the tied output projection 1536x8000x256 11.7 -> 8.3
 // ms, its weight gradient 8000x256x1536 12.4 -> 9.4 ms, a 1536x256x256 Linear 0.38 -> 0.29 ms,
@@ -138,35 +137,11 @@ void gemm_bf16(bool trans_a, bool trans_b, int m, int n, int k, const float* a, 
   round_rows_to_bf16(a, lda, trans_a ? k : m, a16_ld, a_all);
   round_rows_to_bf16(b, ldb, trans_b ? n : k, b16_ld, b_all);
 
-  const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
-  const bool small = static_cast<std::int64_t>(m) * n * k < kGemmParallelMinMacs;
-  const bool split_rows = m >= n;
-  const int parts = std::min(threads, std::max(1, (split_rows ? m : n) / kGemmBlockAlign));
-  // One block: no region at all. (Inside a one-thread region, oneDNN's own loop would start a
-  // team of its own: libgomp makes new threads for a parallel loop nested in an inactive region.)
-  if (small || parts == 1) {
-    onednn_matmul(trans_a, trans_b, m, n, k, a_all, a16_ld, b_all, b16_ld, c, ldc, accumulate);
-    return;
-  }
-  std::exception_ptr failure;  // an exception must not leave an OpenMP region: kept, rethrown after
-#pragma omp parallel for schedule(static) num_threads(parts)
-  for (int i = 0; i < parts; ++i) try {
-    int begin = 0, end = 0;
-    gemm_block_range(split_rows ? m : n, parts, i, begin, end);
-    if (begin == end) continue;
-    if (split_rows) {  // rows r of op(a): row r of a16, or column r of a16 stored (k,m)
-      const std::uint16_t* a_block = trans_a ? a_all + begin : a_all + static_cast<std::int64_t>(begin) * a16_ld;
-      onednn_matmul(trans_a, trans_b, end - begin, n, k, a_block, a16_ld, b_all, b16_ld,
-                    c + static_cast<std::int64_t>(begin) * ldc, ldc, accumulate);
-    } else {  // columns j of op(b): column j of b16, or row j of b16 stored (n,k)
-      const std::uint16_t* b_block = trans_b ? b_all + static_cast<std::int64_t>(begin) * b16_ld : b_all + begin;
-      onednn_matmul(trans_a, trans_b, m, end - begin, k, a_all, a16_ld, b_block, b16_ld, c + begin, ldc, accumulate);
-    }
-  } catch (...) {
-#pragma omp critical(sf_gemm_bf16_failure)
-    if (!failure) failure = std::current_exception();
-  }
-  if (failure) std::rethrow_exception(failure);
+  gemm_in_blocks(trans_a, trans_b, m, n, k, a_all, a16_ld, b_all, b16_ld, c, ldc,
+                 [&](int rows, int cols, const std::uint16_t* a_block, const std::uint16_t* b_block, float* c_block) {
+                   onednn_matmul(trans_a, trans_b, rows, cols, k, a_block, a16_ld, b_block, b16_ld, c_block, ldc,
+                                 accumulate);
+                 });
 }
 
 void gemm_bf16_reference(bool trans_a, bool trans_b, int m, int n, int k, const float* a, int lda, const float* b,

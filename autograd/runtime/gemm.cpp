@@ -2,7 +2,6 @@
 #include "autograd/runtime/gemm.h"
 
 #include <cblas.h>
-#include <omp.h>
 
 #include <algorithm>
 
@@ -24,35 +23,14 @@ void blas_gemm(bool ta, bool tb, int m, int n, int k, const double* a, int lda, 
               ldb, accumulate ? 1.0 : 0.0, c, ldc);
 }
 
-// Splits C into `parts` row blocks (when it has at least as many rows as columns) or column
-// blocks, and runs one BLAS call per block on the OpenMP threads.
-//   row block [r0, r1):    c[r0:r1, :] = op(a)[r0:r1, :] @ op(b)
-//   column block [c0, c1): c[:, c0:c1] = op(a) @ op(b)[:, c0:c1]
+// One BLAS call per block of C on the OpenMP threads (gemm_in_blocks, gemm.h).
 template <class T>
 void gemm_split(bool ta, bool tb, int m, int n, int k, const T* a, int lda, const T* b, int ldb, T* c, int ldc,
                 bool accumulate) {
-  const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
-  const bool small = static_cast<std::int64_t>(m) * n * k < kGemmParallelMinMacs;
-  if (threads == 1 || small) {
-    blas_gemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, accumulate);
-    return;
-  }
-  const bool split_rows = m >= n;
-  const int parts = std::min(threads, std::max(1, (split_rows ? m : n) / kGemmBlockAlign));
-#pragma omp parallel for schedule(static) num_threads(parts)
-  for (int i = 0; i < parts; ++i) {
-    int begin = 0, end = 0;
-    gemm_block_range(split_rows ? m : n, parts, i, begin, end);
-    if (begin == end) continue;
-    if (split_rows) {  // rows r of op(a): a + r*lda, or column r of a stored (k,m): a + r
-      const T* a_block = ta ? a + begin : a + static_cast<std::int64_t>(begin) * lda;
-      blas_gemm(ta, tb, end - begin, n, k, a_block, lda, b, ldb, c + static_cast<std::int64_t>(begin) * ldc, ldc,
-                accumulate);
-    } else {  // columns j of op(b): b + j, or row j of b stored (n,k): b + j*ldb
-      const T* b_block = tb ? b + static_cast<std::int64_t>(begin) * ldb : b + begin;
-      blas_gemm(ta, tb, m, end - begin, k, a, lda, b_block, ldb, c + begin, ldc, accumulate);
-    }
-  }
+  gemm_in_blocks(ta, tb, m, n, k, a, lda, b, ldb, c, ldc,
+                 [&](int rows, int cols, const T* a_block, const T* b_block, T* c_block) {
+                   blas_gemm(ta, tb, rows, cols, k, a_block, lda, b_block, ldb, c_block, ldc, accumulate);
+                 });
 }
 
 }  // namespace

@@ -206,7 +206,7 @@ void SGD::load_state(const std::map<std::string, Tensor>& state) {
 
 namespace {
 
-// Sums of squares are taken in fixed chunks of this many elements (see sum_of_squares).
+// Sums of squares are taken in fixed chunks of this many elements (see sums_of_squares).
 constexpr std::int64_t kSquaresChunk = 16384;
 
 // sum of x[k]^2 over [begin, end), in double, in SIMD lanes.
@@ -218,72 +218,53 @@ double chunk_sum_of_squares(const T* x, std::int64_t begin, std::int64_t end) {
   return s;
 }
 
-// sum_k x[k]^2 in double. The n elements are cut into fixed chunks of kSquaresChunk; the chunks
-// run on the threads, and their sums are added in chunk order, so the result is the same for any
-// thread count (it depends only on n). The embedding's gradient alone is 2M numbers in the bench
-// model.
-template <class T>
-double sum_of_squares(const T* x, std::int64_t n) {
-  const std::int64_t chunks = (n + kSquaresChunk - 1) / kSquaresChunk;
-  std::vector<double> partial(static_cast<std::size_t>(chunks), 0.0);
-#pragma omp parallel for schedule(static) if (chunks > 4)
-  for (std::int64_t c = 0; c < chunks; ++c)
-    partial[static_cast<std::size_t>(c)] =
-        chunk_sum_of_squares(x, c * kSquaresChunk, std::min(n, (c + 1) * kSquaresChunk));
-  double total = 0;
-  for (double s : partial) total += s;
-  return total;
-}
-
-}  // namespace
-
-double squared_norm(const Tensor& t) {
-  const Tensor c = t.contiguous();
-  return dispatch_float(c.dtype(), "squared_norm", [&](auto tag) {
-    using T = decltype(tag);
-    return sum_of_squares(c.data<T>(), c.numel());
-  });
-}
-
-// The sum of every gradient's squared_norm, in tensor order, with all the tensors' chunks in one
-// OpenMP loop (one region per tensor kept each tensor of at most 4 chunks, a 256 x 256 weight, on
-// one thread). The chunk sums are added as squared_norm adds them -- in chunk order into the
-// tensor's sum, then the tensor's sum into the total -- so the norm has the same bits as summing
-// squared_norm(g) tensor by tensor, on any thread count.
-double clip_grad_norm(const NamedParameters& params, double max_norm) {
-  NoGradGuard no_grad;
+// sum_k x[k]^2 in double for each tensor (contiguous, float32 or float64; `who` names the caller
+// in the error for any other dtype). Each tensor is cut into fixed chunks of kSquaresChunk, the
+// chunks of all the tensors run in one OpenMP loop, and each tensor's chunk sums are added in
+// chunk order, so the result is the same for any thread count (it depends only on the sizes).
+// The embedding's gradient alone is 2M numbers in the bench model; one loop for all the tensors
+// keeps those of at most 4 chunks (a 256 x 256 weight) off a single thread.
+std::vector<double> sums_of_squares(const std::vector<Tensor>& tensors, const char* who) {
   struct Chunk {
-    std::size_t grad;  // grads[grad]
+    std::size_t tensor;  // tensors[tensor]
     std::int64_t begin, end;
   };
-  std::vector<Tensor> grads;
   std::vector<Chunk> chunks;
-  for (const auto& [_, p] : params) {
-    Tensor g = grad_of(p);
-    if (!g.defined()) continue;
-    dispatch_float(g.dtype(), "clip_grad_norm", [](auto) {});  // throws here, not inside the loop
-    for (std::int64_t begin = 0; begin < g.numel(); begin += kSquaresChunk)
-      chunks.push_back({grads.size(), begin, std::min(g.numel(), begin + kSquaresChunk)});
-    grads.push_back(std::move(g));
+  for (std::size_t t = 0; t < tensors.size(); ++t) {
+    dispatch_float(tensors[t].dtype(), who, [](auto) {});  // throws here, not inside the loop
+    const std::int64_t n = tensors[t].numel();
+    for (std::int64_t begin = 0; begin < n; begin += kSquaresChunk)
+      chunks.push_back({t, begin, std::min(n, begin + kSquaresChunk)});
   }
   std::vector<double> partial(chunks.size(), 0.0);
   const std::int64_t count = static_cast<std::int64_t>(chunks.size());
 #pragma omp parallel for schedule(static) if (count > 4)
   for (std::int64_t i = 0; i < count; ++i) {
     const Chunk& ch = chunks[static_cast<std::size_t>(i)];
-    const Tensor& g = grads[ch.grad];
-    partial[static_cast<std::size_t>(i)] = dispatch_float(g.dtype(), "clip_grad_norm", [&](auto tag) {
+    const Tensor& x = tensors[ch.tensor];
+    partial[static_cast<std::size_t>(i)] = dispatch_float(x.dtype(), who, [&](auto tag) {
       using T = decltype(tag);
-      return chunk_sum_of_squares(g.data<T>(), ch.begin, ch.end);
+      return chunk_sum_of_squares(x.data<T>(), ch.begin, ch.end);
     });
   }
+  std::vector<double> sums(tensors.size(), 0.0);
+  for (std::size_t i = 0; i < chunks.size(); ++i) sums[chunks[i].tensor] += partial[i];
+  return sums;
+}
+
+}  // namespace
+
+double squared_norm(const Tensor& t) { return sums_of_squares({t.contiguous()}, "squared_norm")[0]; }
+
+// The sum of every gradient's squared_norm, in tensor order (so the same bits as calling
+// squared_norm tensor by tensor), with all the gradients' chunks in one OpenMP loop.
+double clip_grad_norm(const NamedParameters& params, double max_norm) {
+  NoGradGuard no_grad;
+  std::vector<Tensor> grads;
+  for (const auto& [_, p] : params)
+    if (Tensor g = grad_of(p); g.defined()) grads.push_back(std::move(g));
   double total = 0;
-  std::size_t next = 0;
-  for (std::size_t t = 0; t < grads.size(); ++t) {
-    double grad_sum = 0;
-    for (; next < chunks.size() && chunks[next].grad == t; ++next) grad_sum += partial[next];
-    total += grad_sum;
-  }
+  for (double s : sums_of_squares(grads, "clip_grad_norm")) total += s;
   const double norm = std::sqrt(total);
   if (max_norm > 0 && std::isfinite(norm) && norm > max_norm) scale_grads(params, max_norm / (norm + 1e-6));
   return norm;

@@ -187,12 +187,14 @@ TEST_CASE("gemm_bf16 split into blocks among the threads matches the plain refer
   const int before = num_threads();
   set_num_threads(2);
   // Large enough to split (m n k >= kGemmParallelMinMacs): into row blocks when m >= n, column
-  // blocks otherwise. 83 rows make blocks of 48 and 35 (edges at multiples of kGemmBlockAlign).
-  REQUIRE(83LL * 45 * 130 >= kGemmParallelMinMacs);
-  REQUIRE(40LL * 101 * 140 >= kGemmParallelMinMacs);
+  // blocks otherwise. 83 rows make kGemmBlocks = 4 blocks of 32, 32, 19 and 0 rows (edges at
+  // multiples of kGemmBlockAlign), 2 per thread; 101 columns 32, 32, 32 and 5.
+  REQUIRE(gemm_blocks(83, 45, 130) == 4);
+  REQUIRE(gemm_blocks(40, 101, 140) == 4);
   check_gemm_bf16_layouts(83, 45, 130, gen);   // row blocks
   check_gemm_bf16_layouts(40, 101, 140, gen);  // column blocks
   REQUIRE(20LL * 20 * 700 >= kGemmParallelMinMacs);
+  REQUIRE(gemm_blocks(20, 20, 700) == 1);
   check_gemm_bf16_layouts(20, 20, 700, gen);  // large, but too narrow for two blocks: one call
   set_num_threads(before);
 }

@@ -352,8 +352,9 @@ TEST_CASE("decoding obeys the length limit and never emits pad or BOS", "[decode
 
 // ---- batches side by side -------------------------------------------------------------------
 // translate_batches decodes one batch per thread; inside a batch the kernels then run on that one
-// thread. A model wide enough that sf::gemm splits its products over 2 threads when it runs alone
-// (m*n*k above kGemmParallelMinMacs), so the two ways of running really differ.
+// thread. A model wide enough that sf::gemm cuts its products into blocks (m*n*k above
+// kGemmParallelMinMacs), shared over 2 threads when a batch runs alone and run one after the
+// other inside the loop, so the two ways of running really differ.
 nn::ModelConfig wide_config() {
   nn::ModelConfig c = small_config();
   c.src_vocab = c.tgt_vocab = 300;

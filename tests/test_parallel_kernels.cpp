@@ -1,13 +1,17 @@
-// Tests for the threaded element-wise paths (kernels.h parallel_for_each_strided, the column
-// sums of ops_reduce.cpp) and the dropout kernels (the counter-based mask of dropout_mask.h):
-// each against values computed here one element at a time, and bit-identical on 1 and 2 threads.
+// Tests for the threaded paths: the element-wise kernels (kernels.h parallel_for_each_strided,
+// the column sums of ops_reduce.cpp) and the dropout kernels (the counter-based mask of
+// dropout_mask.h), each against values computed here one element at a time and bit-identical on
+// 1 and 2 threads; and gemm's blocks (gemm.h), bit-identical on 1, 2 and 3 threads.
 //
 // The tensors have at least kParallelMinElements elements, so the threaded paths really run.
-// Tags: [parallel] on all; [reference] where a fast path is checked against a plain loop.
+// Tags: [parallel] on all; [reference] where a fast path is checked against a plain loop;
+// [matmul] on gemm's blocks.
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "autograd/runtime/dropout_mask.h"
+#include "autograd/runtime/gemm.h"
 #include "autograd/kernels.h"
 #include "autograd/runtime/threads.h"
 #include "test_util.h"
@@ -122,4 +126,47 @@ TEST_CASE("dropout keeps exactly the elements the counter-based rule keeps", "[p
   for (std::int64_t i = 0; i < x.numel(); ++i)
     wrong_grads += g1[i] != (dropout_keeps(key, i, threshold) ? static_cast<double>(vg[i] * scale) : 0.0);
   REQUIRE(wrong_grads == 0);
+}
+
+TEST_CASE("gemm cuts a product into the same blocks on any thread count: 1, 2, 3 threads, the same bits",
+          "[parallel][matmul]") {
+  // Where a block starts can change an element's last bits (a BLAS kernel's tiles: gemm.h). Under
+  // the old rule, one block per thread, 2 threads cut 1088 rows at 544 and OpenBLAS's Haswell
+  // kernels then gave 6926 elements of this product other bits than one call did.
+  REQUIRE(gemm_blocks(1088, 256, 256) == kGemmBlocks);  // row blocks
+  REQUIRE(gemm_blocks(64, 3000, 256) == kGemmBlocks);   // column blocks
+  REQUIRE(gemm_blocks(40, 24, 100) == 1);               // small: one call
+  REQUIRE(gemm_blocks(20, 20, 700) == 1);               // large, too narrow for two blocks
+  REQUIRE(gemm_blocks(40, 101, 140) == 4);              // 101 columns: 4 blocks of at most 32
+  struct Case {
+    int m, n, k;
+    bool ta, tb;
+  };
+  Generator gen(26);
+  for (const Case& c : {Case{1088, 256, 256, false, true}, Case{1088, 256, 256, true, false},
+                        Case{64, 3000, 256, false, false}, Case{64, 3000, 256, false, true}}) {
+    INFO(c.m << "x" << c.n << "x" << c.k << " trans_a " << c.ta << " trans_b " << c.tb);
+    const Tensor a = randn({c.ta ? c.k : c.m, c.ta ? c.m : c.k}, gen);  // stored (k,m) when transposed
+    const Tensor b = randn({c.tb ? c.n : c.k, c.tb ? c.k : c.n}, gen);
+    auto product = [&] {
+      std::vector<float> out(static_cast<std::size_t>(c.m) * c.n);
+      gemm(c.ta, c.tb, c.m, c.n, c.k, static_cast<const float*>(a.raw_data()), static_cast<int>(a.size(1)), static_cast<const float*>(b.raw_data()),
+           static_cast<int>(b.size(1)), out.data(), c.n);
+      return out;
+    };
+    const int before = num_threads();
+    std::vector<std::vector<float>> by_threads;
+    for (int threads : {1, 2, 3}) {
+      set_num_threads(threads);
+      by_threads.push_back(product());
+    }
+    set_num_threads(before);
+    for (std::size_t t = 1; t < by_threads.size(); ++t) {
+      INFO("threads " << t + 1 << " against 1");
+      std::int64_t differ = 0;  // compared as bits (memcmp), counted, then checked once
+      for (std::size_t i = 0; i < by_threads[0].size(); ++i)
+        differ += std::memcmp(&by_threads[0][i], &by_threads[t][i], sizeof(float)) != 0;
+      CHECK(differ == 0);
+    }
+  }
 }

@@ -5,11 +5,18 @@
 // for two cores: after each parallel loop OpenMP's workers spin waiting for the next one while
 // OpenBLAS's workers want the cores, and after each product OpenBLAS's workers spin (yielding)
 // while OpenMP wants them. Measured: 2 threads ran slower than 1. So there is one thread team,
-// OpenMP's: set_num_threads (threads.h) keeps OpenBLAS on one thread, and gemm splits a large
-// product into row (or column) blocks of C, one single-threaded BLAS call per OpenMP thread.
+// OpenMP's: set_num_threads (threads.h) keeps OpenBLAS on one thread, and gemm cuts a large
+// product into row (or column) blocks of C, one single-threaded BLAS call per block, the blocks
+// shared out over the OpenMP threads.
 //
 // Each element of C is still computed by one BLAS call over the whole K, so splitting changes
-// no sum into partial sums; with one thread it is exactly one BLAS call, as before.
+// no sum into partial sums. But where a block starts still matters to the last bit: a BLAS
+// kernel works in tiles, and an element near a tile's edge can be summed in another order than
+// one inside it. Measured with OpenBLAS 0.3.21 (its Haswell kernels, on an AMD EPYC Zen 5): a
+// 1088x256x256 product cut into rows [0,544) and [544,1088) has 6926 elements whose last bits
+// differ from one call's; cut at 540 or 528, none. So the blocks are a function of the product's
+// shape only (gemm_blocks), never of the thread count: one thread computes the same blocks one
+// after the other, and float32 training gives the same bits on 1, 2 or 4 threads.
 //
 //   c (m,n), row-major with row stride ldc  =  op(a) (m,k) @ op(b) (k,n)   [+ c, with accumulate]
 //   op(a) = a (row-major, row stride lda) or, with trans_a, the transpose of a row-major (k,m) a.
@@ -42,37 +49,56 @@ constexpr std::int64_t kGemmParallelMinMacs = 4 * 65536;
 constexpr int kGemmBlockAlign = 16;
 void gemm_block_range(int size, int parts, int i, int& begin, int& end);
 
+// A large product is cut into kGemmBlocks blocks (fewer when too narrow for that many), and the
+// threads share them out: 1 thread runs 4 calls, 2 threads 2 each, 4 threads 1 each; more threads
+// than blocks wait. 4 blocks instead of one per thread cost about 1% of the products' time on 2
+// threads (measured on an AMD EPYC Zen 5, the bench model's nine Linear and output-projection
+// shapes: 119.2 ms in 2 blocks, 120.9 ms in 4).
+constexpr int kGemmBlocks = 4;
+// How many blocks c (m,n) = op(a) (m,k) @ op(b) (k,n) is cut into: 1 for a small product (fewer
+// multiply-adds than kGemmParallelMinMacs), else up to kGemmBlocks along the rows when m >= n,
+// the columns otherwise, at least kGemmBlockAlign wide. The shape decides; the threads don't.
+int gemm_blocks(int m, int n, int k);
+
 // The split itself, shared by gemm (one BLAS call per block) and gemm_bf16 (one oneDNN call per
-// block on its rounded copies): c (m,n) = op(a) @ op(b) is cut into row blocks (when m >= n) or
-// column blocks, one per OpenMP thread, and block(rows, cols, a_block, b_block, c_block) computes
-// each, with the leading dimensions of a, b and c unchanged:
+// block on its rounded copies): c (m,n) = op(a) @ op(b) is cut into gemm_blocks(m, n, k) row
+// blocks (when m >= n) or column blocks, shared out over the OpenMP threads, and
+// block(rows, cols, a_block, b_block, c_block) computes each, with the leading dimensions of a,
+// b and c unchanged:
 //   row block [r0, r1):    c[r0:r1, :] = op(a)[r0:r1, :] @ op(b)
 //   column block [c0, c1): c[:, c0:c1] = op(a) @ op(b)[:, c0:c1]
-// A small product, one inside a parallel region, or one too narrow for two blocks is one call on
-// the calling thread and opens no region (inside a one-thread region, a library's own parallel
-// loop would start a nested team). An exception from a block is rethrown after the region.
+// A product of one block is one call on the calling thread. With one thread, or inside a
+// parallel region (even a one-thread one: omp_get_level counts it, omp_in_parallel does not), the
+// blocks run one after the other on the calling thread, the same calls a team would make, and no
+// region opens. An exception from a block is rethrown after the region.
 template <class In, class Out, class Block>
 void gemm_in_blocks(bool ta, bool tb, int m, int n, int k, const In* a, int lda, const In* b, int ldb, Out* c,
                     int ldc, Block&& block) {
-  const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
-  const bool small = static_cast<std::int64_t>(m) * n * k < kGemmParallelMinMacs;
-  const bool split_rows = m >= n;
-  const int parts = std::min(threads, std::max(1, (split_rows ? m : n) / kGemmBlockAlign));
-  if (small || parts == 1) {
+  const int parts = gemm_blocks(m, n, k);
+  if (parts == 1) {
     block(m, n, a, b, c);
     return;
   }
-  std::exception_ptr failure;  // an exception must not leave an OpenMP region: kept, rethrown after
-#pragma omp parallel for schedule(static) num_threads(parts)
-  for (int i = 0; i < parts; ++i) try {
+  const bool split_rows = m >= n;
+  const auto block_i = [&](int i) {
     int begin = 0, end = 0;
     gemm_block_range(split_rows ? m : n, parts, i, begin, end);
-    if (begin == end) continue;
+    if (begin == end) return;
     if (split_rows)  // rows r of op(a): a + r*lda, or column r of a stored (k,m): a + r
       block(end - begin, n, ta ? a + begin : a + static_cast<std::int64_t>(begin) * lda, b,
             c + static_cast<std::int64_t>(begin) * ldc);
     else  // columns j of op(b): b + j, or row j of b stored (n,k): b + j*ldb
       block(m, end - begin, a, tb ? b + static_cast<std::int64_t>(begin) * ldb : b + begin, c + begin);
+  };
+  const int threads = omp_get_level() > 0 ? 1 : std::min(parts, omp_get_max_threads());
+  if (threads == 1) {  // no region: a library's own parallel loop inside a one-thread region
+    for (int i = 0; i < parts; ++i) block_i(i);  // would start a nested team
+    return;
+  }
+  std::exception_ptr failure;  // an exception must not leave an OpenMP region: kept, rethrown after
+#pragma omp parallel for schedule(static) num_threads(threads)
+  for (int i = 0; i < parts; ++i) try {
+    block_i(i);
   } catch (...) {
 #pragma omp critical(sf_gemm_in_blocks_failure)
     if (!failure) failure = std::current_exception();

@@ -8,6 +8,7 @@
 // The products need a CPU with AMX-BF16 or AVX512-BF16. On one without, those cases print
 // "skipped: ..." naming the missing instruction sets (a WARN) and pass; the rounding and the
 // refusal are tested everywhere.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -187,10 +188,10 @@ TEST_CASE("gemm_bf16 split into blocks among the threads matches the plain refer
   const int before = num_threads();
   set_num_threads(2);
   // Large enough to split (m n k >= kGemmParallelMinMacs): into row blocks when m >= n, column
-  // blocks otherwise. 83 rows make kGemmBlocks = 4 blocks of 32, 32, 19 and 0 rows (edges at
-  // multiples of kGemmBlockAlign), 2 per thread; 101 columns 32, 32, 32 and 5.
-  REQUIRE(gemm_blocks(83, 45, 130) == 4);
-  REQUIRE(gemm_blocks(40, 101, 140) == 4);
+  // blocks otherwise, one per core. On 2 cores 83 rows make blocks of 48 and 35 (edges at
+  // multiples of kGemmBlockAlign).
+  REQUIRE(gemm_blocks(83, 45, 130) == std::min(machine_cores(), 83 / kGemmBlockAlign));
+  REQUIRE(gemm_blocks(40, 101, 140) == std::min(machine_cores(), 101 / kGemmBlockAlign));
   check_gemm_bf16_layouts(83, 45, 130, gen);   // row blocks
   check_gemm_bf16_layouts(40, 101, 140, gen);  // column blocks
   REQUIRE(20LL * 20 * 700 >= kGemmParallelMinMacs);

@@ -8,6 +8,7 @@
 // clip_grad_norm and Adam in test_optim.cpp.
 //
 // Tags: [parallel][model].
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -91,10 +92,10 @@ StepBits one_step(int threads) {
 }  // namespace
 
 TEST_CASE("a float32 training step gives the same bits on 1 and 2 threads", "[parallel][model]") {
-  // the paths that thread really run at these sizes
+  // the paths that thread really run at these sizes (products in blocks: on more than one core)
   const int rows = static_cast<int>(kBatch * kSrcLen), d = 128, f = 512;
-  REQUIRE(gemm_blocks(rows, d, d) > 1);                 // the encoder's projections
-  REQUIRE(gemm_blocks(rows, f, d) > 1);                 // the feed-forward's first product
+  REQUIRE(gemm_blocks(rows, d, d) == std::min(machine_cores(), rows / kGemmBlockAlign));  // projections
+  REQUIRE(gemm_blocks(rows, f, d) == std::min(machine_cores(), rows / kGemmBlockAlign));  // feed-forward
   REQUIRE(kBatch * kTgtLen * f >= kParallelMinElements);  // its hidden layer, element-wise
 
   const int before = num_threads();

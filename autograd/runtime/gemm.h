@@ -15,8 +15,9 @@
 // one inside it. Measured with OpenBLAS 0.3.21 (its Haswell kernels, on an AMD EPYC Zen 5): a
 // 1088x256x256 product cut into rows [0,544) and [544,1088) has 6926 elements whose last bits
 // differ from one call's; cut at 540 or 528, none. So the blocks are a function of the product's
-// shape only (gemm_blocks), never of the thread count: one thread computes the same blocks one
-// after the other, and float32 training gives the same bits on 1, 2 or 4 threads.
+// shape and the machine only (gemm_blocks), never of the thread count: one thread computes the
+// same blocks one after the other, and float32 training gives the same bits on any number of
+// threads (on one machine: another CPU has other BLAS kernels, and other bits, anyway).
 //
 //   c (m,n), row-major with row stride ldc  =  op(a) (m,k) @ op(b) (k,n)   [+ c, with accumulate]
 //   op(a) = a (row-major, row stride lda) or, with trans_a, the transpose of a row-major (k,m) a.
@@ -30,6 +31,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <exception>
+
+#include "autograd/runtime/threads.h"
 
 namespace sf {
 
@@ -49,15 +52,13 @@ constexpr std::int64_t kGemmParallelMinMacs = 4 * 65536;
 constexpr int kGemmBlockAlign = 16;
 void gemm_block_range(int size, int parts, int i, int& begin, int& end);
 
-// A large product is cut into kGemmBlocks blocks (fewer when too narrow for that many), and the
-// threads share them out: 1 thread runs 4 calls, 2 threads 2 each, 4 threads 1 each; more threads
-// than blocks wait. 4 blocks instead of one per thread cost about 1% of the products' time on 2
-// threads (measured on an AMD EPYC Zen 5, the bench model's nine Linear and output-projection
-// shapes: 119.2 ms in 2 blocks, 120.9 ms in 4).
-constexpr int kGemmBlocks = 4;
 // How many blocks c (m,n) = op(a) (m,k) @ op(b) (k,n) is cut into: 1 for a small product (fewer
-// multiply-adds than kGemmParallelMinMacs), else up to kGemmBlocks along the rows when m >= n,
-// the columns otherwise, at least kGemmBlockAlign wide. The shape decides; the threads don't.
+// multiply-adds than kGemmParallelMinMacs), else one per core of the machine (machine_cores,
+// threads.h), along the rows when m >= n, the columns otherwise, each at least kGemmBlockAlign
+// wide. The threads share the blocks out: on a 2-core machine 1 thread runs both blocks one after
+// the other, 2 threads one each; with the default thread count (one per core) that is one block
+// per thread, as fast as before the blocks were fixed. A fixed 4 blocks instead cost the bf16
+// step 198.8 -> 205.9 ms on 2 threads (AMD EPYC Zen 5, medians of 9 alternating bench runs).
 int gemm_blocks(int m, int n, int k);
 
 // The split itself, shared by gemm (one BLAS call per block) and gemm_bf16 (one oneDNN call per

@@ -4,6 +4,7 @@
 #include <malloc.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
@@ -54,12 +55,17 @@ void set_num_threads(int n) {
 
 int num_threads() { return g_threads; }
 
+int machine_cores() {
+  static const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  return cores;
+}
+
 void init_threads() {
   keep_freed_tensor_memory();
 #ifdef SCRATCHFORMER_SINGLE_THREAD
   set_num_threads(1);
 #else
-  int n = static_cast<int>(std::thread::hardware_concurrency());
+  int n = machine_cores();
   if (const char* env = std::getenv("SCRATCHFORMER_NUM_THREADS")) {
     try {
       n = std::stoi(env);

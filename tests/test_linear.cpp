@@ -49,9 +49,10 @@ TEST_CASE("linear equals matmul with the transposed weight plus bias", "[linear]
 
 TEST_CASE("linear in float32 on the threaded path matches the composition", "[linear][reference]") {
   // 160 x 96 x 64 = 983k multiply-adds: above kGemmParallelMinMacs, so sf::gemm cuts the
-  // product into row blocks (gemm_blocks) and shares them out over the threads. float32 sums of 64..160 terms of N(0,1) products (|sum| ~ 10)
-  // differ between summation orders by ~K * 2^-24 * 10 ~ 1e-4; 1e-3 is that with margin,
-  // while a missing bias or a wrong row is off by O(1).
+  // product into row blocks (gemm_blocks) and shares them out over the threads. float32 sums of
+  // 64..160 terms of N(0,1) products (|sum| ~ 10) differ between summation orders by
+  // ~K * 2^-24 * 10 ~ 1e-4; 1e-3 is that with margin, while a missing bias or a wrong row is off
+  // by O(1).
   constexpr double kFloat32SumTol = 1e-3;
   require_same_as_composed({2, 80, 64}, 96, /*with_bias=*/true, Dtype::Float32, kFloat32SumTol);
 }

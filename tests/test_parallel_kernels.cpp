@@ -151,10 +151,11 @@ TEST_CASE("gemm cuts a product into the same blocks on any thread count: 1, 2, 3
     INFO(c.m << "x" << c.n << "x" << c.k << " trans_a " << c.ta << " trans_b " << c.tb);
     const Tensor a = randn({c.ta ? c.k : c.m, c.ta ? c.m : c.k}, gen);  // stored (k,m) when transposed
     const Tensor b = randn({c.tb ? c.n : c.k, c.tb ? c.k : c.n}, gen);
+    const auto* pa = static_cast<const float*>(a.raw_data());
+    const auto* pb = static_cast<const float*>(b.raw_data());
     auto product = [&] {
       std::vector<float> out(static_cast<std::size_t>(c.m) * c.n);
-      gemm(c.ta, c.tb, c.m, c.n, c.k, static_cast<const float*>(a.raw_data()), static_cast<int>(a.size(1)), static_cast<const float*>(b.raw_data()),
-           static_cast<int>(b.size(1)), out.data(), c.n);
+      gemm(c.ta, c.tb, c.m, c.n, c.k, pa, static_cast<int>(a.size(1)), pb, static_cast<int>(b.size(1)), out.data(), c.n);
       return out;
     };
     const int before = num_threads();

@@ -92,8 +92,9 @@ void gemm_in_blocks(bool ta, bool tb, int m, int n, int k, const In* a, int lda,
       block(m, end - begin, a, tb ? b + static_cast<std::int64_t>(begin) * ldb : b + begin, c + begin);
   };
   const int threads = omp_get_level() > 0 ? 1 : std::min(parts, omp_get_max_threads());
-  if (threads == 1) {  // no region: a library's own parallel loop inside a one-thread region
-    for (int i = 0; i < parts; ++i) block_i(i);  // would start a nested team
+  if (threads == 1) {
+    // no region: inside a one-thread region, a library's own parallel loop would start a nested team
+    for (int i = 0; i < parts; ++i) block_i(i);
     return;
   }
   std::exception_ptr failure;  // an exception must not leave an OpenMP region: kept, rethrown after

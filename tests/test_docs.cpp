@@ -2,7 +2,8 @@
 // names files, the functions in them, test cases and ctest labels; the README's "Layout"
 // section names the folders of the tree. A rename that forgets the docs fails here. The Chinese
 // README and debugging page (README.zh-CN.md, docs/debugging.zh-CN.md) give the same commands as
-// the English ones and link to them, so the two languages cannot drift apart.
+// the English ones and link to them, so the two languages cannot drift apart. Every relative link
+// of the README and the docs/ pages leads to a file of the repository.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -372,12 +373,48 @@ TEST_CASE("README.zh-CN.md and docs/debugging.zh-CN.md run the same command line
   CHECK(zh_layout == en_layout);
 }
 
-TEST_CASE("the English and Chinese README and debugging pages link to each other at the top", "[docs]") {
+TEST_CASE("the English and Chinese README, debugging and speed-history pages link to each other at the top", "[docs]") {
   const std::vector<std::pair<fs::path, std::string>> links = {
       {"README.md", "README.zh-CN.md"}, {"README.zh-CN.md", "README.md"},
-      {fs::path("docs") / "debugging.md", "debugging.zh-CN.md"}, {fs::path("docs") / "debugging.zh-CN.md", "debugging.md"}};
+      {fs::path("docs") / "debugging.md", "debugging.zh-CN.md"}, {fs::path("docs") / "debugging.zh-CN.md", "debugging.md"},
+      {fs::path("docs") / "speed-history.md", "speed-history.zh-CN.md"},
+      {fs::path("docs") / "speed-history.zh-CN.md", "speed-history.md"}};
   for (const auto& [page, target] : links) {
     INFO(page.string() << " should link to " << target << " in its first five lines: [...](" << target << ")");
     CHECK(links_at_top(lines_of(kRoot / page), target));
   }
+}
+
+// ---- every relative link in the README and docs/ pages leads to a file ---------------------------
+
+// The targets of the Markdown links "[text](target)" and images "![alt](target)" in `text` that
+// point inside the repository: web addresses and links within the same page ("#...") are left out,
+// and a target's "#section" part is cut off.
+namespace {
+
+std::vector<std::string> relative_link_targets(const std::string& text) {
+  std::vector<std::string> targets;
+  const std::regex link(R"rx(\]\(([^()\s]+)\))rx");
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), link); it != std::sregex_iterator(); ++it) {
+    std::string target = (*it)[1];
+    if (target.rfind("http://", 0) == 0 || target.rfind("https://", 0) == 0 || target.rfind('#', 0) == 0) continue;
+    targets.push_back(target.substr(0, target.find('#')));
+  }
+  return targets;
+}
+
+}  // namespace
+
+TEST_CASE("README and docs pages link only to files that exist", "[docs]") {
+  std::vector<fs::path> pages = {kRoot / "README.md", kRoot / "README.zh-CN.md"};
+  for (const auto& entry : fs::directory_iterator(kRoot / "docs"))
+    if (entry.path().extension() == ".md") pages.push_back(entry.path());
+  std::size_t links = 0;
+  for (const auto& page : pages)
+    for (const auto& target : relative_link_targets(read_file(page.string()))) {
+      ++links;
+      INFO(fs::relative(page, kRoot).string() << " links to " << target << ", which is not a file of the repository");
+      CHECK(fs::exists(page.parent_path() / target));
+    }
+  CHECK(links >= 10);  // the pages' links really were found (the regex did not silently match nothing)
 }

@@ -190,8 +190,8 @@ TEST_CASE("gemm_bf16 split into blocks among the threads matches the plain refer
   // Large enough to split (m n k >= kGemmParallelMinMacs): into row blocks when m >= n, column
   // blocks otherwise, one per core. On 2 cores 83 rows make blocks of 48 and 35 (edges at
   // multiples of kGemmBlockAlign).
-  REQUIRE(gemm_blocks(83, 45, 130) == std::min(machine_cores(), 83 / kGemmBlockAlign));
-  REQUIRE(gemm_blocks(40, 101, 140) == std::min(machine_cores(), 101 / kGemmBlockAlign));
+  REQUIRE(gemm_blocks(83, 45, 130) == std::min(usable_cores(), 83 / kGemmBlockAlign));
+  REQUIRE(gemm_blocks(40, 101, 140) == std::min(usable_cores(), 101 / kGemmBlockAlign));
   check_gemm_bf16_layouts(83, 45, 130, gen);   // row blocks
   check_gemm_bf16_layouts(40, 101, 140, gen);  // column blocks
   REQUIRE(20LL * 20 * 700 >= kGemmParallelMinMacs);

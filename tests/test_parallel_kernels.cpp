@@ -1,11 +1,14 @@
 // Tests for the threaded paths: the element-wise kernels (kernels.h parallel_for_each_strided,
 // the column sums of ops_reduce.cpp) and the dropout kernels (the counter-based mask of
 // dropout_mask.h), each against values computed here one element at a time and bit-identical on
-// 1 and 2 threads; and gemm's blocks (gemm.h), bit-identical on 1, 2 and 3 threads.
+// 1 and 2 threads; gemm's blocks (gemm.h), bit-identical on 1, 2 and 3 threads; and how many
+// cores the process can use (threads.h), which sets the blocks and the default thread count.
 //
 // The tensors have at least kParallelMinElements elements, so the threaded paths really run.
 // Tags: [parallel] on all; [reference] where a fast path is checked against a plain loop;
 // [matmul] on gemm's blocks.
+#include <sched.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -135,7 +138,7 @@ TEST_CASE("gemm cuts a product into the same blocks on any thread count: 1, 2, 3
   // the old rule, one block per thread, 1 thread made one call and 2 threads cut 1088 rows at
   // 544; OpenBLAS's Haswell kernels then gave 6926 elements of this product other last bits.
   // Now the blocks are one per core of the machine whatever the thread count.
-  const int cores = machine_cores();
+  const int cores = usable_cores();
   REQUIRE(gemm_blocks(1088, 256, 256) == std::min(cores, 1088 / kGemmBlockAlign));  // row blocks
   REQUIRE(gemm_blocks(64, 3000, 256) == std::min(cores, 3000 / kGemmBlockAlign));   // column blocks
   REQUIRE(gemm_blocks(40, 24, 100) == 1);  // small: one call
@@ -173,4 +176,38 @@ TEST_CASE("gemm cuts a product into the same blocks on any thread count: 1, 2, 3
       CHECK(differ == 0);
     }
   }
+}
+
+TEST_CASE("usable cores: the CPUs this process may run on, capped by its cgroup's CPU quota", "[parallel]") {
+  // cgroup v2's cpu.max and v1's quota/period, in whole cores rounded up; 0 = no limit
+  CHECK(cores_of_cpu_max("max 100000\n") == 0);
+  CHECK(cores_of_cpu_max("200000 100000\n") == 2);
+  CHECK(cores_of_cpu_max("150000 100000") == 2);  // docker --cpus 1.5: two threads, not one
+  CHECK(cores_of_cpu_max("50000 100000") == 1);   // half a core still needs one thread
+  CHECK(cores_of_cpu_max("") == 0);               // no file
+  CHECK(cores_of_cpu_max("12x 100000") == 0);     // not two numbers: no limit read
+  CHECK(cores_of_cpu_quota(-1, 100000) == 0);     // v1: -1 = no quota
+  CHECK(cores_of_cpu_quota(300000, 100000) == 3);
+  CHECK(cores_of_cpu_quota(100000, 0) == 0);
+
+  cpu_set_t allowed;
+  REQUIRE(sched_getaffinity(0, sizeof allowed, &allowed) == 0);
+  const int allowed_cpus = CPU_COUNT(&allowed);
+  CHECK(count_usable_cores() >= 1);
+  CHECK(count_usable_cores() <= allowed_cpus);
+  CHECK(usable_cores() == count_usable_cores());  // nothing changed since the first reading
+
+  // As `taskset -c CPU`: with one CPU allowed, one core is usable, whatever the machine has.
+  cpu_set_t one_cpu;
+  CPU_ZERO(&one_cpu);
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+    if (CPU_ISSET(cpu, &allowed)) {
+      CPU_SET(cpu, &one_cpu);
+      break;
+    }
+  REQUIRE(sched_setaffinity(0, sizeof one_cpu, &one_cpu) == 0);  // this thread only
+  const int on_one_cpu = count_usable_cores();
+  REQUIRE(sched_setaffinity(0, sizeof allowed, &allowed) == 0);
+  CHECK(on_one_cpu == 1);
+  CHECK(count_usable_cores() == usable_cores());
 }

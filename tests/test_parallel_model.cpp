@@ -94,8 +94,8 @@ StepBits one_step(int threads) {
 TEST_CASE("a float32 training step gives the same bits on 1 and 2 threads", "[parallel][model]") {
   // the paths that thread really run at these sizes (products in blocks: on more than one core)
   const int rows = static_cast<int>(kBatch * kSrcLen), d = 128, f = 512;
-  REQUIRE(gemm_blocks(rows, d, d) == std::min(machine_cores(), rows / kGemmBlockAlign));  // projections
-  REQUIRE(gemm_blocks(rows, f, d) == std::min(machine_cores(), rows / kGemmBlockAlign));  // feed-forward
+  REQUIRE(gemm_blocks(rows, d, d) == std::min(usable_cores(), rows / kGemmBlockAlign));  // projections
+  REQUIRE(gemm_blocks(rows, f, d) == std::min(usable_cores(), rows / kGemmBlockAlign));  // feed-forward
   REQUIRE(kBatch * kTgtLen * f >= kParallelMinElements);  // its hidden layer, element-wise
 
   const int before = num_threads();

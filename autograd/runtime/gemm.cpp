@@ -45,7 +45,7 @@ void gemm_block_range(int size, int parts, int i, int& begin, int& end) {
 int gemm_blocks(int m, int n, int k) {
   if (static_cast<std::int64_t>(m) * n * k < kGemmParallelMinMacs) return 1;
   const int size = m >= n ? m : n;  // the dimension gemm_in_blocks cuts
-  return std::max(1, std::min(machine_cores(), size / kGemmBlockAlign));
+  return std::max(1, std::min(usable_cores(), size / kGemmBlockAlign));
 }
 
 void gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c,

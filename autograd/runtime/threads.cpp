@@ -3,9 +3,12 @@
 #include <cblas.h>
 #include <malloc.h>
 #include <omp.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -55,8 +58,98 @@ void set_num_threads(int n) {
 
 int num_threads() { return g_threads; }
 
-int machine_cores() {
-  static const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+// ---- how many cores this process can use ----------------------------------------------------
+
+int cores_of_cpu_quota(long long quota_us, long long period_us) {
+  if (quota_us < 0 || period_us <= 0) return 0;  // no limit
+  return static_cast<int>(std::max(1LL, (quota_us + period_us - 1) / period_us));
+}
+
+int cores_of_cpu_max(const std::string& cpu_max) {
+  std::istringstream in(cpu_max);
+  std::string quota;
+  long long period = 0;
+  if (!(in >> quota >> period) || quota == "max") return 0;
+  try {
+    std::size_t used = 0;
+    const long long quota_us = std::stoll(quota, &used);
+    return used == quota.size() ? cores_of_cpu_quota(quota_us, period) : 0;
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
+namespace {
+
+std::string read_small_file(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return in ? text.str() : std::string();
+}
+
+// This process's cgroup path for a controller, from /proc/self/cgroup: the line "0::PATH" for
+// cgroup v2 (controller ""), the line "N:LIST:PATH" whose comma-separated LIST holds the
+// controller for v1. "" when there is none.
+std::string cgroup_path(const std::string& controller) {
+  std::istringstream lines(read_small_file("/proc/self/cgroup"));
+  for (std::string line; std::getline(lines, line);) {
+    const auto first = line.find(':'), second = line.find(':', first + 1);
+    if (first == std::string::npos || second == std::string::npos) continue;
+    const std::string list = line.substr(first + 1, second - first - 1);
+    bool match = list == controller;  // v2: both empty
+    std::istringstream items(list);
+    for (std::string item; !match && std::getline(items, item, ',');) match = item == controller;
+    if (match) return line.substr(second + 1);
+  }
+  return "";
+}
+
+// The smallest quota in cores, 0 if none, of the cgroup at `path` under `mount` and of each of its
+// ancestors (a parent's quota limits its children); `quota_at(dir)` reads one directory's.
+template <class QuotaAt>
+int smallest_quota_up_the_tree(const std::string& mount, std::string path, QuotaAt quota_at) {
+  int smallest = 0;
+  for (;;) {  // path "/a/b": mount/a/b, then mount/a, then mount itself
+    const int cores = quota_at(mount + path);
+    if (cores > 0) smallest = smallest == 0 ? cores : std::min(smallest, cores);
+    const auto slash = path.find_last_of('/');
+    if (slash == std::string::npos || path.size() <= 1) break;
+    path.resize(slash);
+  }
+  return smallest;
+}
+
+// The CPU quota of this process's cgroup in whole cores, 0 when there is none (or no cgroup
+// file to read). A container sees its own cgroup as the root of the tree, so the root counts too.
+int cgroup_quota_cores() {
+  const int v2 = smallest_quota_up_the_tree("/sys/fs/cgroup", cgroup_path(""), [](const std::string& dir) {
+    return cores_of_cpu_max(read_small_file(dir + "/cpu.max"));
+  });
+  const int v1 = smallest_quota_up_the_tree("/sys/fs/cgroup/cpu", cgroup_path("cpu"), [](const std::string& dir) {
+    const std::string quota = read_small_file(dir + "/cpu.cfs_quota_us"), period = read_small_file(dir + "/cpu.cfs_period_us");
+    try {
+      return quota.empty() || period.empty() ? 0 : cores_of_cpu_quota(std::stoll(quota), std::stoll(period));
+    } catch (const std::exception&) {
+      return 0;
+    }
+  });
+  if (v2 > 0 && v1 > 0) return std::min(v2, v1);
+  return std::max(v2, v1);
+}
+
+}  // namespace
+
+int count_usable_cores() {
+  int cores = static_cast<int>(std::thread::hardware_concurrency());
+  cpu_set_t allowed;  // the CPUs this process may run on (fails on machines above 1024 CPUs: then every CPU)
+  if (sched_getaffinity(0, sizeof allowed, &allowed) == 0) cores = CPU_COUNT(&allowed);
+  if (const int quota = cgroup_quota_cores(); quota > 0) cores = std::min(cores, quota);
+  return std::max(1, cores);
+}
+
+int usable_cores() {
+  static const int cores = count_usable_cores();
   return cores;
 }
 
@@ -65,7 +158,7 @@ void init_threads() {
 #ifdef SCRATCHFORMER_SINGLE_THREAD
   set_num_threads(1);
 #else
-  int n = machine_cores();
+  int n = usable_cores();
   if (const char* env = std::getenv("SCRATCHFORMER_NUM_THREADS")) {
     try {
       n = std::stoi(env);

@@ -387,11 +387,11 @@ TEST_CASE("the English and Chinese README, debugging and speed-history pages lin
 
 // ---- every relative link in the README and docs/ pages leads to a file ---------------------------
 
+namespace {
+
 // The targets of the Markdown links "[text](target)" and images "![alt](target)" in `text` that
 // point inside the repository: web addresses and links within the same page ("#...") are left out,
 // and a target's "#section" part is cut off.
-namespace {
-
 std::vector<std::string> relative_link_targets(const std::string& text) {
   std::vector<std::string> targets;
   const std::regex link(R"rx(\]\(([^()\s]+)\))rx");

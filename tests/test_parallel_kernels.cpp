@@ -137,7 +137,7 @@ TEST_CASE("gemm cuts a product into the same blocks on any thread count: 1, 2, 3
   // Where a block starts can change an element's last bits (a BLAS kernel's tiles: gemm.h). Under
   // the old rule, one block per thread, 1 thread made one call and 2 threads cut 1088 rows at
   // 544; OpenBLAS's Haswell kernels then gave 6926 elements of this product other last bits.
-  // Now the blocks are one per core of the machine whatever the thread count.
+  // Now the blocks are one per usable core whatever the thread count.
   const int cores = usable_cores();
   REQUIRE(gemm_blocks(1088, 256, 256) == std::min(cores, 1088 / kGemmBlockAlign));  // row blocks
   REQUIRE(gemm_blocks(64, 3000, 256) == std::min(cores, 3000 / kGemmBlockAlign));   // column blocks

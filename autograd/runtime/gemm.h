@@ -53,7 +53,7 @@ constexpr int kGemmBlockAlign = 16;
 void gemm_block_range(int size, int parts, int i, int& begin, int& end);
 
 // How many blocks c (m,n) = op(a) (m,k) @ op(b) (k,n) is cut into: 1 for a small product (fewer
-// multiply-adds than kGemmParallelMinMacs), else one per core of the machine (usable_cores,
+// multiply-adds than kGemmParallelMinMacs), else one per usable core (usable_cores,
 // threads.h), along the rows when m >= n, the columns otherwise, each at least kGemmBlockAlign
 // wide. The threads share the blocks out: on a 2-core machine 1 thread runs both blocks one after
 // the other, 2 threads one each; with the default thread count (one per core) that is one block

@@ -126,13 +126,10 @@ int cgroup_quota_cores() {
   const int v2 = smallest_quota_up_the_tree("/sys/fs/cgroup", cgroup_path(""), [](const std::string& dir) {
     return cores_of_cpu_max(read_small_file(dir + "/cpu.max"));
   });
+  // v1 keeps quota and period in two files; joined, they read as v2's "QUOTA PERIOD" (-1: no quota)
   const int v1 = smallest_quota_up_the_tree("/sys/fs/cgroup/cpu", cgroup_path("cpu"), [](const std::string& dir) {
-    const std::string quota = read_small_file(dir + "/cpu.cfs_quota_us"), period = read_small_file(dir + "/cpu.cfs_period_us");
-    try {
-      return quota.empty() || period.empty() ? 0 : cores_of_cpu_quota(std::stoll(quota), std::stoll(period));
-    } catch (const std::exception&) {
-      return 0;
-    }
+    return cores_of_cpu_max(read_small_file(dir + "/cpu.cfs_quota_us") + " " +
+                            read_small_file(dir + "/cpu.cfs_period_us"));
   });
   if (v2 > 0 && v1 > 0) return std::min(v2, v1);
   return std::max(v2, v1);

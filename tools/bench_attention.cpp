@@ -21,7 +21,7 @@
 //             leaf while the op's gradients are alive (the same for naive). The kernel's RSS
 //             counters are approximate to a few MiB.
 //   scratch   tiled only: the peak scratch the op itself counted (tiled_attention_peak_scratch_bytes).
-// Build in Release; threads follow init_threads() (SCRATCHFORMER_NUM_THREADS, else all cores).
+// Build in Release; threads follow init_threads() (SCRATCHFORMER_NUM_THREADS, else all usable cores).
 // On a shared machine the times are noisy: compare the two columns of one run, not runs.
 //
 // Usage: bench_attention [runs] [block]   (default 5 timed runs per size, block 64)

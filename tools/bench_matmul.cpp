@@ -6,7 +6,7 @@
 //   cblas_sgemm  the same product on preallocated buffers, nothing else
 // and prints GFLOP/s (2 n^3 flops per product) from the median of the timed runs, after
 // warm-up runs that are not counted. Build in Release; threads follow init_threads()
-// (SCRATCHFORMER_NUM_THREADS, else all cores).
+// (SCRATCHFORMER_NUM_THREADS, else all usable cores).
 //
 // Usage: bench_matmul [runs]   (default 20 timed runs per size)
 #include <cblas.h>

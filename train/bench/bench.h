@@ -89,9 +89,10 @@
 // prompt of P = 16..256 tokens) against the decode steps that follow it, time, FLOPs, bytes read,
 // arithmetic intensity and the KV cache's size, at batch 1 and 8.
 //
-// Threads: --threads, else run.threads, else as the program started (all cores). On a machine
-// shared with other work a second thread can make a step several times slower (every OpenMP
-// loop waits for a thread that is not running): try --threads 1 as well.
+// Threads: --threads, else run.threads, else as the program started (all usable cores:
+// usable_cores, threads.h). On a machine shared with other work a second thread can make a step
+// several times slower (every OpenMP loop waits for a thread that is not running): try
+// --threads 1 as well.
 //
 // FLOPs count the matrix products only (a multiply-add is 2); elementwise work, softmax, layer
 // norm and the optimizer are left out, as usual for MFU. Every product of the step computes both

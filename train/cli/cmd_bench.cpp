@@ -47,7 +47,7 @@ Command add_bench_command(CLI::App& app) {
   cmd->add_option("--set", a->overrides, "Override a config key: section.key=value (repeatable)");
   cmd->add_option("--steps", o.steps, "Timed training steps, the median is reported (default: 20)");
   cmd->add_option("--warmup", o.warmup, "Untimed training steps first (default: 3)");
-  cmd->add_option("--threads", o.threads, "Threads (default: the config's run.threads; 0 there = all cores)");
+  cmd->add_option("--threads", o.threads, "Threads (default: the config's run.threads; 0 there = all usable cores)");
   cmd->add_option("--decode-sentences", o.decode_sentences, "Test sentences decoded per setting, 0 = no decoding (default: 64)");
   cmd->add_option("--decode-batch", o.decode_batch,
                   "Sentences per decoding batch, batches side by side one per thread (default: translate's, " +

@@ -398,8 +398,13 @@ TEST_CASE("command lines with missing malformed or unknown options exit 2 with o
       {"serve --runs " + x + " --port 0", {"--runs", "expected a folder", "got a file"}},
       {"bench --config " + kSourceDir + "/configs/bench.toml --decode-batch -1", {"--decode-batch", ">= 0", "got -1"}},
       {"train --config a.toml --resume=maybe", {"--resume"}},
-      {"trian --config a.toml", {"trian"}},
-      {"--no-such-flag", {"--no-such-flag"}},
+      {"trian --config a.toml", {"scratchformer has no command trian", "did you mean train?"}},
+      {"--no-such-flag", {"scratchformer has no option --no-such-flag"}},
+      // a mistyped option is named before the required one it left missing, with the closest
+      {"bleu --refs a", {"bleu has no option --refs", "did you mean --ref?"}},
+      {"bleu --refs=a", {"bleu has no option --refs", "did you mean --ref?"}},
+      {"translate --checkpont " + x, {"translate has no option --checkpont", "did you mean --checkpoint?"}},
+      {"train --config a.toml --stesp 3", {"train has no option --stesp"}},
   };
   for (const Case& c : cases) {
     INFO("scratchformer " << c.args);

@@ -198,31 +198,6 @@ std::string join(const std::vector<std::string>& items, const char* sep) {
   return out;
 }
 
-// Levenshtein distance: insertions, deletions and substitutions needed to turn a into b.
-std::size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j)
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
-
-// The candidate closest to `name` if it is within 2 edits, else "".
-std::string closest(const std::string& name, const std::vector<std::string>& candidates) {
-  constexpr std::size_t kMaxEdits = 2;  // catches a typo or a swapped pair, not a different word
-  std::string best;
-  std::size_t best_d = kMaxEdits + 1;
-  for (const std::string& c : candidates) {
-    const std::size_t d = edit_distance(name, c);
-    if (d < best_d) best = c, best_d = d;
-  }
-  return best;
-}
-
 std::string trim(const std::string& s) {
   const auto b = s.find_first_not_of(" \t\r\n");
   if (b == std::string::npos) return "";
@@ -666,7 +641,7 @@ void validate(const Config& c, const Checker& check) {
                     format_double(t.min_lr) + " must not exceed it");
 
   const RunSection& r = c.run;
-  check.non_negative(r.threads, "run", "threads", "= all cores");
+  check.non_negative(r.threads, "run", "threads", "= all usable cores");
   check.positive(r.keep_checkpoints, "run", "keep_checkpoints");
   check.non_negative(r.average_last, "run", "average_last", "off");
   check.require(r.average_last <= r.keep_checkpoints, "run", "average_last",
@@ -689,6 +664,30 @@ struct FieldWriter {
 };
 
 }  // namespace
+
+// Levenshtein distance: insertions, deletions and substitutions needed to turn a into b.
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+std::string closest(const std::string& name, const std::vector<std::string>& candidates) {
+  constexpr std::size_t kMaxEdits = 2;  // catches a typo or a swapped pair, not a different word
+  std::string best;
+  std::size_t best_d = kMaxEdits + 1;
+  for (const std::string& c : candidates) {
+    const std::size_t d = edit_distance(name, c);
+    if (d < best_d) best = c, best_d = d;
+  }
+  return best;
+}
 
 std::vector<std::string> class_labels(const DataSection& data) {
   std::vector<std::string> out;

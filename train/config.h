@@ -144,7 +144,7 @@ struct TrainSection {
 struct RunSection {
   std::string dir;                     // required: run directory (config.toml, spm.model, checkpoints,
                                        // metrics.tsv), e.g. "runs/quickstart"; absolute once loaded
-  std::int64_t threads = 0;            // worker threads for kernels and BLAS; 0 = all cores
+  std::int64_t threads = 0;            // kernel and BLAS threads; 0 = all usable cores (threads.h)
   std::int64_t keep_checkpoints = 1;   // recent checkpoints kept, K >= 1: checkpoint-last (the newest, the
                                        // resume point) and the K - 1 before it as
                                        // checkpoint-step-NNNNNN.safetensors; 1 = only checkpoint-last
@@ -185,5 +185,11 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
 // The effective config as TOML: every key of every section, paths absolute. load_config on the
 // result gives back an equal Config; it is what the run directory's config.toml holds.
 std::string to_toml(const Config& config);
+
+// Levenshtein distance: insertions, deletions and substitutions needed to turn a into b.
+std::size_t edit_distance(const std::string& a, const std::string& b);
+// The candidate closest to `name` if it is within 2 edits (a typo or a swapped pair, not a
+// different word), else "": the "did you mean" of a config key or a command-line option.
+std::string closest(const std::string& name, const std::vector<std::string>& candidates);
 
 }  // namespace sf::train

@@ -13,13 +13,15 @@
 //   tune-beam      cmd_tune_beam.cpp      beam search's length penalty picked on the valid set
 //   summary        cmd_summary.cpp        the model of a config: module tree, parameter counts, FLOPs, KV-cache bytes
 //   bench          cmd_bench.cpp          training-step and decoding speed of a reference model, next to BLAS
-//   demo           cmd_demo.cpp           a tiny forward and backward pass, printed step by step
+//   demo           cmd_demo.cpp           one of the lecture's claims run as a demo: its numbers, an SVG
 //
 // For the classroom and the debugger:
 //   gradcheck      cmd_gradcheck.cpp      float64 gradient checks of every op and module, as a table (exit 1 on a failure)
 //   attention      cmd_attention.cpp      cross- and self-attention heatmaps of one sentence, per layer and head (SVG)
 //   plot           cmd_plot.cpp           training curves of a run, or a config's positional encodings / LR schedule (SVG)
 //   explain-batch  cmd_explain_batch.cpp  one real training batch as text: tokens, teacher forcing, masks, counts
+//   handout        cmd_handout.cpp        a copy of the source with chosen exercises' solutions cut out
+//   grade          cmd_grade.cpp          grade a handout's exercises: gradcheck and tests of each, a GRADE line
 //   serve          cmd_serve.cpp          the explorer in the browser (train/explorer): runs, translations, attention
 //   report         cmd_report.cpp         the explorer's views that need no live model, as one HTML file
 //
@@ -35,18 +37,50 @@
 
 #include "autograd/runtime/threads.h"
 #include "train/cli/commands.h"
+#include "train/config.h"
 #include "train/distributed/distributed.h"
 
 namespace {
 
 using namespace sf;
 
+// The first argument of the command line that nothing took, when it names a command or an
+// option that does not exist: `scratchformer trian` or `bleu --refs r`. Its kind ("command" or
+// "option"), the name of the command it was given to, and the names that do exist there.
+struct UnknownName {
+  std::string name, kind, command;
+  std::vector<std::string> known;
+};
+UnknownName unknown_name(const CLI::App& app) {
+  const CLI::App* command = &app;
+  for (const CLI::App* sub : app.get_subcommands()) command = sub;  // the subcommand parsed, if any
+  const std::vector<std::string> left = command->remaining();
+  if (left.empty()) return {};
+  const std::string& arg = left.front();
+  UnknownName u{"", "", command == &app ? "scratchformer" : command->get_name(), {}};
+  if (arg.size() > 1 && arg[0] == '-') {
+    u.name = arg.substr(0, arg.find('=')), u.kind = "option";  // --refs=x names --refs
+    for (const CLI::Option* option : command->get_options())
+      if (!option->get_lnames().empty()) u.known.push_back("--" + option->get_lnames().front());
+  } else if (command == &app) {  // a word where the command should be
+    u.name = arg, u.kind = "command";
+    for (const CLI::App* sub : app.get_subcommands({})) u.known.push_back(sub->get_name());
+  }
+  return u;
+}
+
 // A command line CLI11 refused: help and version go to stdout with status 0; a bad command line
-// is one line on stderr, status 2.
+// is one line on stderr, status 2. An unknown command or option is named first, with the closest
+// known one: CLI11 checks the required options before the unexpected arguments, so `bleu --refs
+// r` would otherwise say only that --ref is missing.
 int report_parse_error(const CLI::App& app, const CLI::ParseError& e) {
   if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
   std::string what = e.what();
   std::replace(what.begin(), what.end(), '\n', ' ');
+  if (const UnknownName u = unknown_name(app); !u.name.empty()) {
+    const std::string near = train::closest(u.name, u.known);
+    what = u.command + " has no " + u.kind + " " + u.name + (near.empty() ? "" : " (did you mean " + near + "?)");
+  }
   std::cerr << "scratchformer: error: " << what << " (run with --help to see the options)\n";
   return 2;
 }

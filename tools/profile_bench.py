@@ -8,7 +8,9 @@ Runs `perf record -g` on `scratchformer bench --config configs/bench.toml --deco
 keeps the samples taken during the training steps (from the first to the last sample whose call
 stack shows the step function; BLAS's own frames carry no stack, so the cut is by time) and prints the functions they were
 in, as a share of those samples, grouped as BLAS (OpenBLAS's sgemm kernels and packing), the
-small attention products (small_gemm), scratchformer's own kernels, and the kernel/libc rest.
+small attention products (small_gemm), scratchformer's own kernels, and the kernel/libc rest;
+with several threads, also each thread's share of its own samples spent waiting in OpenMP (a
+core that ran slower leaves the other one waiting at the end of every parallel loop).
 The bench trains in float32 first, then (on a CPU with bf16 units) the same steps in bf16;
 --precision picks which of the two the profile covers (the cut between them is the float32
 floor's first sample). oneDNN's bf16 kernels are generated at run time and show as "[unknown]".
@@ -24,18 +26,19 @@ import tempfile
 
 
 def parse_samples(script_text):
-    """perf script output -> [(time, [frame symbol, ...innermost first])]."""
+    """perf script output -> [(time, [frame symbol, ...innermost first], thread id)]."""
     samples = []
     for block in script_text.split("\n\n"):
         lines = [l.strip() for l in block.strip().split("\n") if l.strip()]
         if len(lines) < 2:
             continue
-        header = lines[0].split()
-        times = [w[:-1] for w in header if w.endswith(":") and w[:-1].replace(".", "").isdigit()]
-        if not times:
+        header = lines[0].split()  # command, thread id, time:, period, event
+        at = [i for i, w in enumerate(header) if w.endswith(":") and w[:-1].replace(".", "").isdigit()]
+        if not at:
             continue
+        tid = header[at[0] - 1] if at[0] > 0 else "?"
         frames = [" ".join(l.split()[1:]).split("+0x")[0] for l in lines[1:]]
-        samples.append((float(times[0]), frames))
+        samples.append((float(header[at[0]][:-1]), frames, tid))
     return samples
 
 
@@ -86,13 +89,13 @@ def main():
         step_line = [l for l in run.stdout.splitlines() if "training step" in l or "step / floor" in l]
         script = subprocess.run(["perf", "script", "-i", data], capture_output=True, text=True).stdout
     samples = parse_samples(script)
-    in_step = [t for t, f in samples if any("training_step" in x or "time_training" in x for x in f)]
+    in_step = [t for t, f, _ in samples if any("training_step" in x or "time_training" in x for x in f)]
     if not in_step:
         fail("no samples inside the training step (is the binary built with symbols, -g?)")
     # The bench runs: float32 steps, float32 floor (time_blas), bf16 steps, bf16 floor. Samples in
     # generated or BLAS code often carry no call stack, so the phases are told apart by time: the
     # float32 steps end at the first sample of the floor, the bf16 steps are the step samples after it.
-    in_floor = [t for t, f in samples if any("time_blas" in x or "run_gemm" in x for x in f)]
+    in_floor = [t for t, f, _ in samples if any("time_blas" in x or "run_gemm" in x for x in f)]
     if in_floor:
         after_floor = [t for t in in_step if t > min(in_floor)]
         if args.precision == "bf16":
@@ -102,7 +105,7 @@ def main():
         else:
             in_step = [t for t in in_step if t < min(in_floor)]
     start, end = min(in_step), max(in_step)
-    chosen = [f for t, f in samples if start <= t <= end]
+    chosen = [f for t, f, _ in samples if start <= t <= end]
     total = len(chosen)
     by_symbol = collections.Counter(f[0] for f in chosen)
     by_group = collections.Counter(group_of(f[0]) for f in chosen)
@@ -113,6 +116,19 @@ def main():
     print("\nby group:")
     for g, n in by_group.most_common():
         print(f"  {100 * n / total:5.1f}%  {g}")
+    # OpenMP waiting per thread: a thread spins at a loop's end until the others are done, so with
+    # equal shares of work the faster core waits. Unequal shares here mean one core ran slower
+    # (a busy neighbour on a VM, a smaller core, a core shared with perf itself).
+    threads = collections.defaultdict(lambda: [0, 0])  # thread id -> [samples, samples in libgomp]
+    for t, f, tid in samples:
+        if start <= t <= end:
+            threads[tid][0] += 1
+            threads[tid][1] += group_of(f[0]).startswith("OpenMP")
+    if len(threads) > 1:
+        ids = sorted(threads, key=lambda x: int(x) if x.isdigit() else 0)  # the main thread's id is the lowest
+        shares = [f"{'main' if i == 0 else 'worker ' + str(i)} {100 * threads[tid][1] / threads[tid][0]:.1f}%"
+                  for i, tid in enumerate(ids)]
+        print("\nOpenMP waiting, share of each thread's own samples: " + ", ".join(shares))
     print(f"\ntop {args.top} functions:")
     for s, n in by_symbol.most_common(args.top):
         print(f"  {100 * n / total:5.1f}%  {s[:110]}")

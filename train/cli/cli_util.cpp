@@ -3,6 +3,7 @@
 #include "train/task.h"
 
 #include <algorithm>
+#include <climits>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -90,7 +91,6 @@ train::DecodeOptions decode_options(const train::InferenceModel& im, std::int64_
   return opt;
 }
 
-CLI::Validator length_penalty_check() { return CLI::Range(0.0, 5.0, "a length penalty alpha in [0, 5]"); }
 
 void add_lang_option(CLI::App& cmd, std::string& lang) {
   cmd.add_option("--lang", lang, "Language of the headings and tables: en, zh (中文) or auto (default: from LANG)")
@@ -103,20 +103,41 @@ bool chinese_output(const std::string& lang) {
   return env != nullptr && std::string_view(env).rfind("zh", 0) == 0;
 }
 
-CLI::Validator at_least_one(const std::string& what) {
+CLI::Validator whole_number_in(long long low, long long high, const std::string& what) {
   return CLI::Validator(
-      [what](std::string& value) -> std::string {
+      [=](std::string& value) -> std::string {
         long long n = 0;
         std::size_t used = 0;
         try {
           n = std::stoll(value, &used);
         } catch (const std::exception&) {
         }
-        if (used != value.size() || n < 1) return "expected " + what + " of at least 1, got '" + value + "'";
+        if (used != value.size() || n < low || n > high) return "expected " + what + ", got '" + value + "'";
         return "";
       },
       "");
 }
+
+CLI::Validator number_in(double low, double high, const std::string& what) {
+  return CLI::Validator(
+      [=](std::string& value) -> std::string {
+        double x = 0;
+        std::size_t used = 0;
+        try {
+          x = std::stod(value, &used);
+        } catch (const std::exception&) {
+        }
+        if (used != value.size() || !(x >= low && x <= high)) return "expected " + what + ", got '" + value + "'";
+        return "";
+      },
+      "");
+}
+
+CLI::Validator at_least_one(const std::string& what) {
+  return whole_number_in(1, LLONG_MAX, what + " of at least 1");
+}
+
+CLI::Validator length_penalty_check() { return number_in(0.0, 5.0, "a length penalty alpha in [0, 5]"); }
 
 CLI::Validator beam_size_check() { return at_least_one("a beam size"); }
 

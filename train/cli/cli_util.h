@@ -46,8 +46,13 @@ CLI::Validator length_penalty_check();
 void add_lang_option(CLI::App& cmd, std::string& lang);
 bool chinese_output(const std::string& lang);
 
-// A whole number >= 1 for options like --beam and --trace-steps (CLI::PositiveNumber would say
-// "not in range 0 to 1.797...e308"). `what` names it in the message: "a beam size".
+// Numbers in [low, high], refused with "expected WHAT, got 'VALUE'" (CLI::Range and
+// CLI::NonNegativeNumber would say "Value -1 not in range 0.000000 to 1797...(309 digits).000000").
+// `what` names the number and its range: "a port in [0, 65535]".
+CLI::Validator whole_number_in(long long low, long long high, const std::string& what);
+CLI::Validator number_in(double low, double high, const std::string& what);
+// A whole number >= 1 for options like --beam and --trace-steps. `what` names it in the
+// message: "a beam size" gives "expected a beam size of at least 1, got '0'".
 CLI::Validator at_least_one(const std::string& what);
 // --precision float32|bf16 on `cmd` into `precision` (translate, generate, eval): bf16 runs the matrix
 // products in bf16 with float32 sums (autograd/runtime/bf16.h).

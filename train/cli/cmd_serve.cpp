@@ -18,6 +18,7 @@
 #include <string>
 #include <thread>
 
+#include "train/cli/cli_util.h"
 #include "train/cli/commands.h"
 #include "train/explorer/api.h"
 #include "train/explorer/server.h"
@@ -113,7 +114,8 @@ Command add_serve_command(CLI::App& app) {
   cmd->add_option("--checkpoint", a->checkpoint, "One more model to use, outside the runs folder");
   cmd->add_option("--configs", a->configs, "Folder of configs the step and lesson pages may use (default: configs)");
   cmd->add_option("--host", a->host, "Address to listen on (default: 127.0.0.1, this machine only)");
-  cmd->add_option("--port", a->port, "Port (default: 8080; 0 picks a free one and prints it)")->check(CLI::Range(0, 65535));
+  cmd->add_option("--port", a->port, "Port (default: 8080; 0 picks a free one and prints it)")
+      ->check(whole_number_in(0, 65535, "a port in [0, 65535]"));
   return {cmd, [a, runs] { return run_serve(*a, runs->count() > 0); }};
 }
 

@@ -2,6 +2,7 @@
 // length penalty picked on the valid set of the checkpoint's config, and recorded in its config
 // (train.valid_beam, train.valid_length_penalty), so that translate and eval use it and the test
 // score is never tuned on test (train/beam_tuning.h).
+#include <climits>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -52,7 +53,7 @@ Command add_tune_beam_command(CLI::App& app) {
       ->delimiter(',')
       ->check(length_penalty_check());
   cmd->add_option("--max-sentences", a->max_sentences, "Use the first N valid sentences (default: all)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_number_in(0, LLONG_MAX, "a number of sentences of at least 0"));
   cmd->add_flag("--dry-run", a->dry_run, "Print the table only; leave the checkpoint as it is");
   add_lang_option(*cmd, a->lang);
   return {cmd, [a] { return run_tune_beam(*a); }};

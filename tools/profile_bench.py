@@ -5,10 +5,11 @@
                            [--binary build/release/scratchformer]
 
 Runs `perf record -g` on `scratchformer bench --config configs/bench.toml --decode-sentences 0`,
-keeps the samples taken during the training steps (from the first to the last sample whose call
-stack shows the step function; BLAS's own frames carry no stack, so the cut is by time) and prints the functions they were
-in, as a share of those samples, grouped as BLAS (OpenBLAS's sgemm kernels and packing), the
-small attention products (small_gemm), scratchformer's own kernels, and the kernel/libc rest;
+keeps the samples taken during the timed training steps (from the end of the warm-up step, its first
+optimizer update, to the last sample whose call stack shows the step function; BLAS's own frames
+carry no stack, so the cut is by time) and prints the functions they were in, as a share of
+those samples, grouped as BLAS (OpenBLAS's sgemm kernels and packing), the small attention
+products (small_gemm), scratchformer's own kernels, and the kernel/libc rest;
 with several threads, also each thread's share of its own samples spent waiting in OpenMP (a
 core that ran slower leaves the other one waiting at the end of every parallel loop).
 The bench trains in float32 first, then (on a CPU with bf16 units) the same steps in bf16;
@@ -40,6 +41,26 @@ def parse_samples(script_text):
         frames = [" ".join(l.split()[1:]).split("+0x")[0] for l in lines[1:]]
         samples.append((float(header[at[0]][:-1]), frames, tid))
     return samples
+
+
+def is_optimizer_step(frame):
+    """True for the optimizer's update (sf::train::Adam::step, SGD::step), the end of a training step."""
+    return frame.startswith("sf::train::") and frame.split(" (")[0].endswith("::step")
+
+
+def warmup_end(samples, start, end):
+    """The time the timed steps start: after the bench's warm-up step, which ends with its first optimizer
+    update. Everything before it -- building the model, Adam's zeroed moments, the first touch of every
+    tensor's pages (about 100k page faults) -- is not what a step costs once training runs."""
+    in_update = [t for t, f, _ in samples if start <= t <= end and any(is_optimizer_step(x) for x in f)]
+    if not in_update:
+        fail("no optimizer step in the profile: cannot tell the warm-up step from the timed ones")
+    first = min(in_update)
+    after = [t for t, f, _ in samples if first < t <= end and any("training_step" in x for x in f)
+             and not any(is_optimizer_step(x) for x in f)]
+    if not after:
+        fail("no training step after the warm-up step in the profile (run with --steps 2 or more)")
+    return min(after)
 
 
 def group_of(symbol):
@@ -104,13 +125,13 @@ def main():
             in_step = after_floor
         else:
             in_step = [t for t in in_step if t < min(in_floor)]
-    start, end = min(in_step), max(in_step)
+    start, end = warmup_end(samples, min(in_step), max(in_step)), max(in_step)
     chosen = [f for t, f, _ in samples if start <= t <= end]
     total = len(chosen)
     by_symbol = collections.Counter(f[0] for f in chosen)
     by_group = collections.Counter(group_of(f[0]) for f in chosen)
     print(f"scratchformer bench, {args.threads} thread(s), {args.precision}: {total} samples in the training steps"
-          f" ({end - start:.1f} s)")
+          f" ({end - start:.1f} s; the model's construction and the warm-up step left out)")
     for line in step_line:
         print("  " + line.strip())
     print("\nby group:")

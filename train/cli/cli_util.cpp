@@ -91,7 +91,6 @@ train::DecodeOptions decode_options(const train::InferenceModel& im, std::int64_
   return opt;
 }
 
-
 void add_lang_option(CLI::App& cmd, std::string& lang) {
   cmd.add_option("--lang", lang, "Language of the headings and tables: en, zh (中文) or auto (default: from LANG)")
       ->check(CLI::IsMember({"en", "zh", "auto"}));

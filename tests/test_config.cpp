@@ -17,6 +17,8 @@ namespace fs = std::filesystem;
 using Catch::Contains;
 using sf::train::Config;
 using sf::train::ConfigError;
+using sf::train::closest;
+using sf::train::edit_distance;
 using sf::train::load_config;
 
 using sf::test::TempDir;  // tests/test_util.h
@@ -252,6 +254,23 @@ TEST_CASE("config rejects unknown sections and keys with a suggestion", "[config
   TempDir dir;
   const std::string path = dir.write("cfg.toml", with_model("colour = \"blue\""));
   REQUIRE_THROWS_WITH(load_config(path, {}), Contains("unknown key model.colour") && !Contains("did you mean"));
+}
+
+TEST_CASE("closest suggests a name within two edits and nothing further away", "[config][errors][cli]") {
+  // The "did you mean" of config keys and of command-line options and commands (train/cli/main.cpp).
+  CHECK(edit_distance("", "") == 0);
+  CHECK(edit_distance("kitten", "sitting") == 3);
+  CHECK(edit_distance("--refs", "--ref") == 1);
+  CHECK(edit_distance("trian", "train") == 2);  // a swapped pair is two substitutions
+  const std::vector<std::string> options = {"--ref", "--tokenize", "--metric", "--help"};
+  CHECK(closest("--refs", options) == "--ref");
+  CHECK(closest("--tokenise", options) == "--tokenize");
+  CHECK(closest("--metrc", options) == "--metric");
+  CHECK(closest("--colour", options).empty());  // three or more edits from every option
+  CHECK(closest("--anything", {}).empty());
+  // The nearest wins; of two as near, the first listed.
+  CHECK(closest("--ab", {"--abcd", "--abc"}) == "--abc");
+  CHECK(closest("--ax", {"--ay", "--az"}) == "--ay");
 }
 
 TEST_CASE("config rejects values of the wrong type", "[config][errors]") {

@@ -102,34 +102,34 @@ bool chinese_output(const std::string& lang) {
   return env != nullptr && std::string_view(env).rfind("zh", 0) == 0;
 }
 
-CLI::Validator whole_number_in(long long low, long long high, const std::string& what) {
-  return CLI::Validator(
-      [=](std::string& value) -> std::string {
-        long long n = 0;
-        std::size_t used = 0;
-        try {
-          n = std::stoll(value, &used);
-        } catch (const std::exception&) {
-        }
-        if (used != value.size() || n < low || n > high) return "expected " + what + ", got '" + value + "'";
-        return "";
-      },
-      "");
-}
+namespace {
 
-CLI::Validator number_in(double low, double high, const std::string& what) {
+// "expected WHAT, got 'VALUE'" unless the whole of `value` is a number, as `parse` reads it
+// (std::stoll or std::stod), in [low, high]. NaN is in no range.
+template <class T, class Parse>
+CLI::Validator number_check(T low, T high, const std::string& what, Parse parse) {
   return CLI::Validator(
       [=](std::string& value) -> std::string {
-        double x = 0;
+        T x{};
         std::size_t used = 0;
         try {
-          x = std::stod(value, &used);
+          x = parse(value, &used);
         } catch (const std::exception&) {
         }
         if (used != value.size() || !(x >= low && x <= high)) return "expected " + what + ", got '" + value + "'";
         return "";
       },
       "");
+}
+
+}  // namespace
+
+CLI::Validator whole_number_in(long long low, long long high, const std::string& what) {
+  return number_check(low, high, what, [](const std::string& v, std::size_t* used) { return std::stoll(v, used); });
+}
+
+CLI::Validator number_in(double low, double high, const std::string& what) {
+  return number_check(low, high, what, [](const std::string& v, std::size_t* used) { return std::stod(v, used); });
 }
 
 CLI::Validator at_least_one(const std::string& what) {

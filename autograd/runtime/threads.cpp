@@ -88,11 +88,11 @@ std::string read_small_file(const std::string& path) {
   return in ? text.str() : std::string();
 }
 
-// This process's cgroup path for a controller, from /proc/self/cgroup: the line "0::PATH" for
-// cgroup v2 (controller ""), the line "N:LIST:PATH" whose comma-separated LIST holds the
-// controller for v1. "" when there is none.
-std::string cgroup_path(const std::string& controller) {
-  std::istringstream lines(read_small_file("/proc/self/cgroup"));
+// This process's cgroup path for a controller, from the text of /proc/self/cgroup: the line
+// "0::PATH" for cgroup v2 (controller ""), the line "N:LIST:PATH" whose comma-separated LIST holds
+// the controller for v1. "" when there is none.
+std::string cgroup_path(const std::string& proc_self_cgroup, const std::string& controller) {
+  std::istringstream lines(proc_self_cgroup);
   for (std::string line; std::getline(lines, line);) {
     const auto first = line.find(':'), second = line.find(':', first + 1);
     if (first == std::string::npos || second == std::string::npos) continue;
@@ -123,14 +123,16 @@ int smallest_quota_up_the_tree(const std::string& mount, std::string path, Quota
 // The CPU quota of this process's cgroup in whole cores, 0 when there is none (or no cgroup
 // file to read). A container sees its own cgroup as the root of the tree, so the root counts too.
 int cgroup_quota_cores() {
-  const int v2 = smallest_quota_up_the_tree("/sys/fs/cgroup", cgroup_path(""), [](const std::string& dir) {
+  const std::string cgroups = read_small_file("/proc/self/cgroup");
+  const int v2 = smallest_quota_up_the_tree("/sys/fs/cgroup", cgroup_path(cgroups, ""), [](const std::string& dir) {
     return cores_of_cpu_max(read_small_file(dir + "/cpu.max"));
   });
   // v1 keeps quota and period in two files; joined, they read as v2's "QUOTA PERIOD" (-1: no quota)
-  const int v1 = smallest_quota_up_the_tree("/sys/fs/cgroup/cpu", cgroup_path("cpu"), [](const std::string& dir) {
-    return cores_of_cpu_max(read_small_file(dir + "/cpu.cfs_quota_us") + " " +
-                            read_small_file(dir + "/cpu.cfs_period_us"));
-  });
+  const int v1 =
+      smallest_quota_up_the_tree("/sys/fs/cgroup/cpu", cgroup_path(cgroups, "cpu"), [](const std::string& dir) {
+        return cores_of_cpu_max(read_small_file(dir + "/cpu.cfs_quota_us") + " " +
+                                read_small_file(dir + "/cpu.cfs_period_us"));
+      });
   if (v2 > 0 && v1 > 0) return std::min(v2, v1);
   return std::max(v2, v1);
 }

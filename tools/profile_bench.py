@@ -11,7 +11,8 @@ carry no stack, so the cut is by time) and prints the functions they were in, as
 those samples, grouped as BLAS (OpenBLAS's sgemm kernels and packing), the small attention
 products (small_gemm), scratchformer's own kernels, and the kernel/libc rest;
 with several threads, also each thread's share of its own samples spent waiting in OpenMP (a
-core that ran slower leaves the other one waiting at the end of every parallel loop).
+core that ran slower leaves the other one waiting at the end of every parallel loop, and the
+workers wait through the main thread's serial work between loops).
 The bench trains in float32 first, then (on a CPU with bf16 units) the same steps in bf16;
 --precision picks which of the two the profile covers (the cut between them is the float32
 floor's first sample). oneDNN's bf16 kernels are generated at run time and show as "[unknown]".
@@ -126,10 +127,10 @@ def main():
         else:
             in_step = [t for t in in_step if t < min(in_floor)]
     start, end = warmup_end(samples, min(in_step), max(in_step)), max(in_step)
-    chosen = [f for t, f, _ in samples if start <= t <= end]
+    chosen = [(f, tid) for t, f, tid in samples if start <= t <= end]
     total = len(chosen)
-    by_symbol = collections.Counter(f[0] for f in chosen)
-    by_group = collections.Counter(group_of(f[0]) for f in chosen)
+    by_symbol = collections.Counter(f[0] for f, _ in chosen)
+    by_group = collections.Counter(group_of(f[0]) for f, _ in chosen)
     print(f"scratchformer bench, {args.threads} thread(s), {args.precision}: {total} samples in the training steps"
           f" ({end - start:.1f} s; the model's construction and the warm-up step left out)")
     for line in step_line:
@@ -138,13 +139,12 @@ def main():
     for g, n in by_group.most_common():
         print(f"  {100 * n / total:5.1f}%  {g}")
     # OpenMP waiting per thread: a thread spins at a loop's end until the others are done, so with
-    # equal shares of work the faster core waits. Unequal shares here mean one core ran slower
-    # (a busy neighbour on a VM, a smaller core, a core shared with perf itself).
+    # equal shares of work the faster core waits (a busy neighbour on a VM, a smaller core, a core
+    # shared with perf itself), and the workers wait through the main thread's serial work.
     threads = collections.defaultdict(lambda: [0, 0])  # thread id -> [samples, samples in libgomp]
-    for t, f, tid in samples:
-        if start <= t <= end:
-            threads[tid][0] += 1
-            threads[tid][1] += group_of(f[0]).startswith("OpenMP")
+    for f, tid in chosen:
+        threads[tid][0] += 1
+        threads[tid][1] += group_of(f[0]).startswith("OpenMP")
     if len(threads) > 1:
         ids = sorted(threads, key=lambda x: int(x) if x.isdigit() else 0)  # the main thread's id is the lowest
         shares = [f"{'main' if i == 0 else 'worker ' + str(i)} {100 * threads[tid][1] / threads[tid][0]:.1f}%"

@@ -54,7 +54,7 @@ ParallelCorpus read_parallel(const std::string& src_path, const std::string& tgt
 // The most bytes a line of n tokens can take is under n * kMaxBytesPerToken: a SentencePiece piece
 // is at most 16 characters of at most 4 bytes, and normalisation merges at most a few code points
 // into one. So a longer line is too long without tokenising it, which matters: tokenising a 10 MB
-// line takes about 750 MB (SentencePiece's lattice).
+// line takes hundreds of MB (SentencePiece's lattice).
 inline constexpr std::size_t kMaxBytesPerToken = 256;
 
 // Drops, in place and keeping the pairs aligned, every pair with a side longer than

@@ -1,4 +1,4 @@
-// The training examples of the lecture's other architectures, built from token ids (issue 14).
+// The training examples of the lecture's other architectures, built from token ids.
 // Each turns sequences into the same Batch the encoder-decoder trains on (data/batcher.h), so
 // the loss is always cross-entropy of logits against tgt_out with padding ignored: a position
 // whose target is kPadId does not count.

@@ -68,7 +68,7 @@ inline std::vector<std::string> reverse_slice_overrides(const TempDir& tmp, cons
 }
 
 // A small copy of the reverse corpus (300 training pairs, 16 validation pairs) in `tmp`, and the
-// overrides that make configs/reverse.toml train on it in about a second: D 32, one layer each,
+// overrides that make configs/reverse.toml train on it quickly: D 32, one layer each,
 // 256-token batches (11 per epoch), one thread, no test set. `extra` overrides come last.
 inline std::vector<std::string> small_reverse_run(const TempDir& tmp, const std::string& run_dir,
                                                   const std::vector<std::string>& extra = {}) {

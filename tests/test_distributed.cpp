@@ -32,7 +32,7 @@ const std::string kMpirun = SCRATCHFORMER_MPIEXEC;
 const std::string kWorker = SCRATCHFORMER_DISTRIBUTED_WORKER;
 const std::string kBinary = SCRATCHFORMER_BINARY;
 const std::string kSourceDir = SCRATCHFORMER_SOURCE_DIR;
-constexpr int kTimeoutSeconds = 60;  // a job that takes this long is hanging (they take ~1-3 s)
+constexpr int kTimeoutSeconds = 60;  // a job that takes this long is hanging (they take a few seconds)
 // A dead or failing rank must end the job quickly: mpirun notices a dead process at once and
 // MPI_Abort kills the rest; a few seconds on a loaded 2-core machine, never the timeout.
 constexpr double kAbortWithinSeconds = 20;

@@ -1,4 +1,4 @@
-// The explorer under a class at once (issue #16): the real HTTP server (train/explorer/server.h)
+// The explorer under a class at once: the real HTTP server (train/explorer/server.h)
 // on loopback, port 0, with a tiny model trained for the test, and 30 client threads that each
 // send 20 requests of each kind (translate, attention, a static file, metrics). Every answer
 // must equal a reference: the translation is what `scratchformer translate` prints for that

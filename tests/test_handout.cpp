@@ -282,7 +282,7 @@ TEST_CASE("a handout of every exercise holds none of their solutions, and compil
   for (const Exercise& e : exercises())
     for (const std::string& file : e.where)
       if (file.ends_with(".cpp")) changed.insert(file);
-  // One script per file, run two at a time (about 1.5 s of CPU each).
+  // One script per file, run two at a time (each is a compiler run over one file).
   const fs::path scripts = out.parent_path() / "syntax";
   std::vector<std::string> sources(changed.begin(), changed.end());
   for (std::size_t i = 0; i < sources.size(); ++i) {

@@ -16,7 +16,7 @@
 //
 // PyTorch computed the references in float64 from float32 weights and inputs, so they are the
 // exact answer to float64 rounding. Each case runs here twice: in float64 (must agree to
-// rounding: any difference in the math shows up) and in float32 (the bound, relative
+// rounding: any difference in the math shows up) and in float32 (the required bound, relative
 // error <= 1e-4). Each run reports its largest relative error with WARN, so
 // `build/release/tests/reference_tests` prints the numbers.
 //
@@ -45,7 +45,7 @@ using namespace sf;
 
 // ---- tolerances ----
 
-// The bound for float32 against PyTorch. float32 rounds at 6e-8; the deepest value here
+// The required bound for float32 against PyTorch. float32 rounds at 6e-8; the deepest value here
 // (a first-layer weight gradient of the 2+2-layer model) passes through ~100 ops, each adding a
 // few roundings of the size of its operands, so agreement is ~1e-6; 1e-4 leaves room for
 // cancellation and is still far below what any wrong formula gives (1e-2 or worse).
@@ -62,7 +62,7 @@ constexpr double kFloat64RelTol = 1e-10;
 // |value|, in Scratchformer and in PyTorch alike; so elements above 1% of it are held to 1e-4 of
 // themselves, smaller ones to 1e-6 of the largest. PyTorch's own float32 run of the same models,
 // measured this way, reaches 6.6e-5 (tools/make_reference.py prints it); with a 1e-3 floor it
-// would reach 3e-4 and fail the bound itself.
+// would reach 3e-4 and fail the required bound itself.
 constexpr double kFloorFraction = 1e-2;
 // A reference tensor whose largest |value| is below this fraction of the case's largest
 // gradient is zero in exact arithmetic, float64 rounding aside: the gradient of k_proj.bias
@@ -183,7 +183,7 @@ class Comparison {
       }
   }
 
-  // The number the lead quotes: the largest relative error of this run.
+  // The number to quote: the largest relative error of this run.
   void report() const {
     char line[256];
     std::snprintf(line, sizeof line, "%s %s: largest relative error %.3g (%s) over %zu tensors, tolerance %.0e",

@@ -110,8 +110,8 @@ Tensor first_positions(const Tensor& x, std::int64_t len) { return narrow(x, 1, 
 // directional derivative along 4 random directions u (numeric: two passes) against
 // sum(analytic * u), same eps/atol/rtol. A wrong gradient in any element of a tensor changes
 // sum(analytic * u) for almost every u, so the check still catches it. The layer gradchecks
-// below check every element. To check every element of the whole model too (~0.5 s per
-// model in an optimised build, several seconds under the sanitizers), run with the
+// below check every element. To check every element of the whole model too (quick in an
+// optimised build, slow under the sanitizers), run with the
 // environment variable SCRATCHFORMER_ELEMENTWISE_GRADCHECK=1.
 void require_model_gradcheck(const ModelConfig& cfg, std::uint64_t seed) {
   Generator init(seed);

@@ -244,8 +244,8 @@ MetricsRows checked_metrics(const TaskRun& run, bool accuracy, bool bleu) {
 }
 
 // The run finished, validated 6 times (every 10 of 60 steps), and its last valid loss is below
-// the first one (measured with train seeds 1 to 4: lower by 20-100%, while the noise between
-// validations is a few percent); a run with a test file has one test row.
+// the first one (training lowers it by far more than the few percent of noise between
+// validations); a run with a test file has one test row.
 void check_training(const TaskRun& run, bool accuracy, bool bleu, bool test) {
   INFO("training stdout: " << run.train.out);
   const MetricsRows rows = checked_metrics(run, accuracy, bleu);

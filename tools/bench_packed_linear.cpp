@@ -6,7 +6,7 @@
 // For the reference model's decoding shapes (M = 32 sentences, or 128 = 32 x beam 4) it prints
 // the best of `runs` timings of
 //   f32 packed    packed_linear on a pack_weight copy (packed once, outside the timing)
-//   sgemm         cblas_sgemm(x, W^T), which packs W itself on every call (what Linear did)
+//   sgemm         cblas_sgemm(x, W^T), which packs W itself on every call (a Linear without packing)
 //   bf16 packed   packed_linear on a pack_weight_bf16 copy (AVX512-BF16; "-" without it)
 //   gemm_bf16     oneDNN's bf16 matmul as training uses it, rounding W to bf16 on every call
 // and the time to pack W once in each format. On a shared machine the times are noisy: compare

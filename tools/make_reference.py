@@ -19,7 +19,7 @@ holds, for one small module or model built here in PyTorch:
 Weights and inputs are drawn in float32 and saved as float32; PyTorch then runs the module in
 float64 on exactly those values, so the saved outputs and gradients (float64) are the exact answer
 up to float64 rounding. The C++ test runs the module twice: in float64 (must agree to rounding)
-and in float32 (the issue's bound: relative error <= 1e-4).
+and in float32 (the required bound: relative error <= 1e-4).
 
 Cases (one file each):
     attention_self     torch.nn.MultiheadAttention, self-attention with a key padding mask
@@ -313,7 +313,7 @@ def save_model_case(case, cfg, inputs, model, logits, loss, model32, loss_of):
     save_safetensors(os.path.join(OUT_DIR, case + ".safetensors"), tensors, meta)
 
     # How close PyTorch's own float32 gets to these float64 references, measured as the C++ test
-    # measures Scratchformer's float32 (for the lead to compare; nothing is saved).
+    # measures Scratchformer's float32 (printed for comparison; nothing is saved).
     logits32, loss32 = loss_of(model32)
     _, g32 = weights_and_grads(model32)
     got = dict([("logits", logits32.detach()), ("loss", loss32.detach())] + g32)

@@ -52,7 +52,7 @@ def is_optimizer_step(frame):
 def warmup_end(samples, start, end):
     """The time the timed steps start: after the bench's warm-up step, which ends with its first optimizer
     update. Everything before it -- building the model, Adam's zeroed moments, the first touch of every
-    tensor's pages (about 100k page faults) -- is not what a step costs once training runs."""
+    tensor's pages (a page fault each) -- is not what a step costs once training runs."""
     in_update = [t for t, f, _ in samples if start <= t <= end and any(is_optimizer_step(x) for x in f)]
     if not in_update:
         fail("no optimizer step in the profile: cannot tell the warm-up step from the timed ones")

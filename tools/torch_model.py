@@ -85,7 +85,7 @@ MASK64 = 0xFFFFFFFFFFFFFFFF
 
 def fnv1a64(data):
     """FNV-1a 64-bit hash of bytes, as Fnv1a64 in train/safetensors.cpp: h = (h XOR byte) * prime
-    mod 2^64 for each byte. The loop is the whole cost (about 0.05-0.1 s per MB in CPython), so it
+    mod 2^64 for each byte. The Python loop is the whole cost (a checkpoint has millions of bytes), so it
     takes 8 bytes per iteration and reduces mod 2^64 once per 8 (the low 64 bits of a product depend
     only on the low 64 bits of its factors, so reducing later gives the same value)."""
     h, P = FNV_OFFSET, FNV_PRIME

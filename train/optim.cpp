@@ -74,7 +74,7 @@ struct AdamStepConstants {
 // with the bias corrections bc1 = 1 - b1^t, bc2 = 1 - b2^t. This is PyTorch's arrangement of
 // the formula. It runs in the parameter's own dtype (float32 for a float32 model, as PyTorch
 // does), so the compiler can vectorise the loop: 8-16 floats per instruction, sqrt and divide
-// included (measured on the bench: 47 ms per step in double, see the closing note of #5).
+// included.
 // The loop is an orphaned `omp for ... nowait`: called inside Adam::step's one parallel region,
 // each thread takes its share of this tensor and goes on to the next tensor without waiting.
 // Each element is computed alone, so the result is the same on any number of threads.
@@ -112,9 +112,9 @@ void Adam::step(double lr) {
   c.bias_correction1 = 1.0 - std::pow(beta1_, static_cast<double>(steps_));
   c.bias_correction2 = 1.0 - std::pow(beta2_, static_cast<double>(steps_));
   // Every tensor's update in one OpenMP region, the threads sharing each tensor's elements
-  // (adam_update). A region per tensor kept the tensors of at most kParallelMinElements elements
-  // -- each 256 x 256 weight of the bench model, a third of its parameters -- on one thread while
-  // the other waited.
+  // (adam_update). A region per tensor would keep the tensors of at most kParallelMinElements
+  // elements -- each 256 x 256 weight of the bench model, a third of its parameters -- on one
+  // thread while the others wait.
   struct Update {
     std::size_t i;  // params_[i]
     Tensor grad;

@@ -349,7 +349,7 @@ async function checkLessonsAndTraining(a, page, watch) {
   await screenshot(a, page, 'training');
   await openTab(page, 'lessons');
   for (const kind of LESSONS) {
-    // a DOM click: after a tall lesson (RoPE) puppeteer's mouse click found no clickable point
+    // a DOM click: after a tall lesson (RoPE) puppeteer's mouse click can find no clickable point
     await page.$eval(`#ls-kind button[data-kind="${kind}"]`, (b) => b.click());
     await settle(page);
     const drawn = await page.$$eval('#ls-view canvas, #ls-view svg, #ls-view table', (e) => e.length);

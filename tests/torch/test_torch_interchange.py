@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Scratchformer checkpoints as an interchange format with PyTorch (issue #18), end to end:
+"""Scratchformer checkpoints as an interchange format with PyTorch, end to end:
 
     /usr/bin/python3 tests/torch/test_torch_interchange.py BUILD_DIR      (e.g. build/release)
 
@@ -44,7 +44,7 @@ SMALL = ["data.tokenizer_vocab_size=500", "model.d_model=64", "model.d_ff=128", 
          "train.warmup_steps=30", "train.lr=3e-3", "train.valid_every=1000", "data.max_valid_sentences=10",
          "data.batch_tokens=1024", "run.threads=1", "run.attention_snapshots=false"]
 # Every program runs one thread: on a machine shared with a build, OpenMP threads spinning for a
-# core someone else holds made translate 30 times slower.
+# core someone else holds can make translate many times slower.
 ONE_THREAD = {"SCRATCHFORMER_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
 MODELS = [
     ("encoder-decoder", "quickstart.toml", SMALL + ["model.encoder_layers=2", "model.decoder_layers=2"]),

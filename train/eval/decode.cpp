@@ -361,8 +361,8 @@ std::vector<std::vector<std::vector<std::int64_t>>> translate_batches(const nn::
   if (threads <= 1) {
     // No parallel region at all, not even an inactive one: the kernels' own parallel loops inside
     // one are nested teams, and libgomp starts a fresh thread for each nested team instead of
-    // reusing its pool (measured, AMD EPYC: 142 us per 2-thread region inside `parallel if (0)`,
-    // a new thread every time, against 12 us at the top level; one batch of 64 decoded 3x slower).
+    // reusing its pool: every small kernel would pay a thread start, and a batch would decode
+    // several times slower.
     for (std::size_t i = 0; i < n; ++i) decode_one(i);
   } else {
     // schedule(dynamic, 1): a thread that finishes a batch takes the next one (batches differ in length)

@@ -1,4 +1,4 @@
-// Choosing the next token from the model's scores (issue 14: `scratchformer generate`).
+// Choosing the next token from the model's scores (`scratchformer generate`).
 //
 //   greedy        temperature 0 (or top_k 1): the most likely token
 //   temperature   softmax(logits / T): T < 1 sharpens the distribution, T > 1 flattens it

@@ -1,5 +1,5 @@
 // One training step of a whole model on 1 and 2 threads: the same bits in every module's output,
-// the loss and every parameter's gradient (the float32 promise of README "Speed": the thread
+// the loss and every parameter's gradient (the float32 promise of docs/speed.md: the thread
 // count changes the time, never a result).
 //
 // The model is wide enough that every path that threads really does: its products are cut into

@@ -15,6 +15,7 @@
 #include <string>
 #include <tuple>
 
+#include "autograd/check.h"
 #include "autograd/tensor.h"
 
 namespace sf {
@@ -38,8 +39,15 @@ decltype(auto) dispatch_all(Dtype dtype, F&& f) {
     case Dtype::Int64: return f(std::int64_t{});
     case Dtype::Bool: return f(bool{});
   }
-  throw std::logic_error("dispatch_all: unknown dtype");
+  SF_CHECK(false, "dispatch_all: unknown dtype ", static_cast<int>(dtype));
 }
+
+// c (m,n) = a (m,k) @ b (k,n) [+ c when accumulate], all row-major and contiguous: one BLAS
+// call (cblas_sgemm / cblas_dgemm), the plain kernel of every matrix product.
+void blas_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const float* a, const float* b, float* c,
+               bool accumulate = false, bool transpose_b = false);
+void blas_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const double* a, const double* b, double* c,
+               bool accumulate = false, bool transpose_b = false);
 
 // Throws unless a and b have the same dtype (no implicit promotion: students should see it).
 void check_same_dtype(const Tensor& a, const Tensor& b, const char* op);

@@ -5,9 +5,9 @@
 // which tests/test_linear.cpp checks it against, values and gradients. Fused, it makes one node
 // instead of three, and the bias costs no pass of its own: the output starts as the bias (each
 // row a copy of it) and BLAS adds the product on top (beta = 1), so no second (R, out) tensor is
-// allocated, read and written by a separate Add. While a model decodes, the weight is a copy
-// packed once for the whole decoding (runtime/packed_linear.h) instead of BLAS packing it again
-// at every step.
+// allocated, read and written by a separate Add. The fast kernel (fast::linear, autograd/fast.h)
+// computes the same product in blocks over the threads, in bf16 when asked, and from weights
+// packed once while a model decodes.
 //
 // Shapes: x (..., in), weight (out, in), bias (out) or undefined -> y (..., out).
 // R = the product of x's leading dims; X = x seen as (R, in), Y = y as (R, out).
@@ -17,10 +17,7 @@
 #include <string>
 
 #include "autograd/exercise.h"
-#include "autograd/runtime/bf16.h"
-#include "autograd/runtime/cpu_features.h"
-#include "autograd/runtime/gemm.h"
-#include "autograd/runtime/packed_linear.h"
+#include "autograd/fast.h"
 #include "autograd/kernels.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
@@ -29,33 +26,14 @@ namespace sf {
 
 namespace {
 
-// Y (R, out) = bias, each row: where the product is then added.
-template <class T>
-void fill_rows_with_bias(const T* bias, T* y, std::int64_t rows, std::int64_t out) {
-#pragma omp parallel for schedule(static) if (rows * out > kParallelMinElements)
-  for (std::int64_t r = 0; r < rows; ++r)
-    for (std::int64_t j = 0; j < out; ++j) y[r * out + j] = bias[j];
-}
-
-// Y (R, out) = bias, each row (or 0 without a bias); then Y += X @ W^T.
+// The plain kernel: Y (R, out) = bias, each row (or 0 without a bias); then Y += X @ W^T, one
+// BLAS call that reads W (stored (out, in)) transposed and adds the product to what Y holds.
 template <class T>
 void linear_forward_kernel(const T* x, const T* w, const T* bias, T* y, std::int64_t rows, std::int64_t in,
                            std::int64_t out) {
-  if (bias) fill_rows_with_bias(bias, y, rows, out);
-  //   X (R, in) @ W^T (in, out): W is stored (out, in), so BLAS reads it with the transpose flag
-  gemm(/*trans_a=*/false, /*trans_b=*/true, static_cast<int>(rows), static_cast<int>(out), static_cast<int>(in), x,
-       static_cast<int>(in), w, static_cast<int>(in), y, static_cast<int>(out), /*accumulate=*/bias != nullptr);
-}
-
-// The packed weights to use for this product, or nullptr for gemm: inside a PackedWeightsScope
-// (decoding), for a float32 parameter weight, while matrix products run in float32 or in bf16
-// on a CPU with AVX512-BF16.
-PackedWeights* packed_weights_for(const Tensor& x, const Tensor& weight) {
-  PackedWeights* packed = packed_weights_in_use();
-  if (!packed || x.dtype() != Dtype::Float32) return nullptr;
-  if (matmul_precision() == MatmulPrecision::Bf16 && !has_avx512_bf16()) return nullptr;
-  const bool parameter = weight.is_leaf() && weight.requires_grad() && weight.is_contiguous();
-  return parameter ? packed : nullptr;
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t j = 0; j < out; ++j) y[r * out + j] = bias ? bias[j] : T(0);
+  blas_gemm(rows, out, in, x, w, y, /*accumulate=*/true, /*transpose_b=*/true);
 }
 
 void check_linear_args(const Tensor& x, const Tensor& weight, const Tensor& bias) {
@@ -72,8 +50,6 @@ void check_linear_args(const Tensor& x, const Tensor& weight, const Tensor& bias
       throw std::invalid_argument("linear: expected bias of shape " + shape_str({weight.size(0)}) + " for weight " +
                                   shape_str(weight.shape()) + ", got " + shape_str(bias.shape()));
   }
-  for (std::int64_t v : {x.numel(), weight.size(0), weight.size(1)})
-    if (v > INT32_MAX) throw std::invalid_argument("linear: size " + std::to_string(v) + " is too large for BLAS (int)");
 }
 
 }  // namespace
@@ -101,13 +77,7 @@ struct Linear final : Node {
     if (in == 0) {  // a product of no terms: y is the bias alone
       if (b.defined()) y.copy_(b.expand(out_shape));
       else y.fill_(0.0);
-    } else if (PackedWeights* packed = packed_weights_for(x, weight); packed && y.numel() > 0) {
-      // decoding: W packed once, reused every step (runtime/packed_linear.h)
-      float* y_data = y.data<float>();
-      if (b.defined()) fill_rows_with_bias(b.data<float>(), y_data, rows, out);
-      const bool bf16 = matmul_precision() == MatmulPrecision::Bf16;
-      packed_linear(x2d.data<float>(), rows, packed->get(w.data<float>(), out, in, bf16), y_data, b.defined());
-    } else if (y.numel() > 0) {
+    } else if (y.numel() > 0 && !(fast::kEnabled && fast::linear(x2d, w, b, weight, y))) {
       dispatch_float(x.dtype(), "linear", [&](auto tag) {
         using T = decltype(tag);
         linear_forward_kernel<T>(x2d.data<T>(), w.data<T>(), b.defined() ? b.data<T>() : nullptr, y.data<T>(), rows,

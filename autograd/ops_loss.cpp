@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "autograd/exercise.h"
-#include "autograd/runtime/fast_exp.h"
+#include "autograd/fast.h"
 #include "autograd/kernels.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
@@ -34,49 +34,27 @@ namespace sf {
 
 namespace {
 
-// exp in the working precision. float32: fast_exp (autograd/runtime/fast_exp.h: inline arithmetic the
-// compiler vectorises, within 1 ulp of the correctly rounded exp); float64: std::exp, exact to
-// the last bit, which the float64 gradient checks rely on.
-inline float exp_in(float x) { return fast_exp(x); }
-inline double exp_in(double x) { return std::exp(x); }
-
 // logits: (N, V), targets: (N) -> row_loss, lse: (N) (both left untouched on ignored rows).
-// Vectorised: `omp simd reduction` lets the compiler split a row's max and sums over vector
-// lanes (16 floats with AVX-512) and combine the lanes at the end. The lane split is fixed by
-// the binary and each row is done by one thread: results do not depend on the thread count.
 template <class T>
 void cross_entropy_forward(double* row_loss, double* lse, const T* logits, const std::int64_t* targets,
                            std::int64_t N, std::int64_t V, std::int64_t ignore_index, double smoothing) {
   // EXERCISE(cross_entropy): for every row n whose target is not ignore_index: lse[n] = the row's
-  // log-sum-exp, computed stably (subtract the row max before exp; exp_in is exp in T), and
+  // log-sum-exp, computed stably (subtract the row max before exp), and
   // row_loss[n] = -((1 - smoothing) logp[n, y] + (smoothing / V) sum_v logp[n, v]), logp = logit - lse
   // (the smoothing term only when smoothing > 0: a -inf logit would give 0 * -inf). Leave ignored rows.
   // BEGIN SOLUTION
-  // sum_exp is summed in blocks: each block in T lanes (16 terms per lane for float32, error
-  // ~1e-7 relative), the block totals in double, so 8000-term rows stay accurate. (GCC 12 does
-  // not vectorise a double sum of fast_exp's float results directly.)
-  constexpr std::int64_t kSumBlock = 256;
-#pragma omp parallel for if (N * V > kParallelMinElements)
   for (std::int64_t n = 0; n < N; ++n) {
     if (targets[n] == ignore_index) continue;
     const T* row = logits + n * V;
     T m = row[0];
-#pragma omp simd reduction(max : m)
-    for (std::int64_t v = 1; v < V; ++v) m = row[v] > m ? row[v] : m;  // (a NaN is skipped, as by std::max)
-    double sum_exp = 0;
-    for (std::int64_t v0 = 0; v0 < V; v0 += kSumBlock) {
-      const std::int64_t v1 = std::min(v0 + kSumBlock, V);
-      T block = 0;
-#pragma omp simd reduction(+ : block)
-      for (std::int64_t v = v0; v < v1; ++v) block += exp_in(static_cast<T>(row[v] - m));  // terms <= 1
-      sum_exp += block;
-    }
+    for (std::int64_t v = 1; v < V; ++v) m = std::max(m, row[v]);
+    double sum_exp = 0;  // in double: rows of 8000 terms stay accurate
+    for (std::int64_t v = 0; v < V; ++v) sum_exp += std::exp(static_cast<double>(row[v]) - m);  // terms <= 1
     lse[n] = m + std::log(sum_exp);
     const double logp_gold = row[targets[n]] - lse[n];
     row_loss[n] = -(1 - smoothing) * logp_gold;
     if (smoothing > 0) {  // skipped at 0: a -inf logit (a masked class) would give 0 * -inf = NaN
       double sum_logits = 0;
-#pragma omp simd reduction(+ : sum_logits)
       for (std::int64_t v = 0; v < V; ++v) sum_logits += row[v];
       const double sum_logp = sum_logits - static_cast<double>(V) * lse[n];
       row_loss[n] -= smoothing / static_cast<double>(V) * sum_logp;
@@ -87,8 +65,6 @@ void cross_entropy_forward(double* row_loss, double* lse, const T* logits, const
 
 // logits: (N, V), targets, lse: (N) -> dlogits: (N, V) = scale * (softmax - q) on kept rows,
 // 0 on ignored rows. scale = grad_output / count.
-// One vectorised pass per row treats every class as a non-gold one (q = eps / V), in T; the
-// gold class, whose q has 1 - eps more, is then rewritten once, in double.
 template <class T>
 void cross_entropy_backward(T* dlogits, const T* logits, const std::int64_t* targets, const double* lse,
                             std::int64_t N, std::int64_t V, std::int64_t ignore_index, double smoothing,
@@ -97,23 +73,19 @@ void cross_entropy_backward(T* dlogits, const T* logits, const std::int64_t* tar
   // the rows whose target is ignore_index; softmax[n, v] = exp(logits[n, v] - lse[n]) from the saved
   // lse, q[n, v] = smoothing / V, plus (1 - smoothing) at the target class y = targets[n].
   // BEGIN SOLUTION
-  const double q_floor = smoothing / static_cast<double>(V);  // q on every non-gold class
-  const T scale_t = static_cast<T>(scale), q_floor_t = static_cast<T>(q_floor);
-#pragma omp parallel for if (N * V > kParallelMinElements)
+  const double q_floor = smoothing / static_cast<double>(V);  // q on every class but the gold one
   for (std::int64_t n = 0; n < N; ++n) {
     T* d_row = dlogits + n * V;
-    if (targets[n] == ignore_index) {
-      for (std::int64_t v = 0; v < V; ++v) d_row[v] = 0;
+    const T* row = logits + n * V;
+    if (targets[n] == ignore_index) {  // an ignored row (padding) gets no gradient
+      std::fill(d_row, d_row + V, T(0));
       continue;
     }
-    const T* row = logits + n * V;
-    const T lse_t = static_cast<T>(lse[n]);
-#pragma omp simd
-    for (std::int64_t v = 0; v < V; ++v)  // softmax from the saved lse, minus the floor of q
-      d_row[v] = scale_t * (exp_in(static_cast<T>(row[v] - lse_t)) - q_floor_t);
-    const std::int64_t y = targets[n];
-    const double p_gold = exp_in(static_cast<T>(row[y] - lse[n]));
-    d_row[y] = static_cast<T>(scale * (p_gold - (q_floor + (1 - smoothing))));
+    for (std::int64_t v = 0; v < V; ++v) {
+      const double p = std::exp(row[v] - lse[n]);
+      const double q = v == targets[n] ? q_floor + (1 - smoothing) : q_floor;
+      d_row[v] = static_cast<T>(scale * (p - q));
+    }
   }
   // END SOLUTION
 }
@@ -164,10 +136,11 @@ struct CrossEntropy final : Node {
 
     std::vector<double> row_loss(N, 0.0);
     Tensor lse = zeros({N}, Dtype::Float64);
-    dispatch_float(logits.dtype(), "cross_entropy", [&](auto tag) {
-      using T = decltype(tag);
-      cross_entropy_forward<T>(row_loss.data(), lse.data<double>(), lc.data<T>(), pt, N, V, ignore_index, smoothing);
-    });
+    if (!(fast::kEnabled && fast::cross_entropy(lc, pt, ignore_index, smoothing, row_loss.data(), lse.data<double>())))
+      dispatch_float(logits.dtype(), "cross_entropy", [&](auto tag) {
+        using T = decltype(tag);
+          cross_entropy_forward<T>(row_loss.data(), lse.data<double>(), lc.data<T>(), pt, N, V, ignore_index, smoothing);
+      });
     double total = 0;  // summed in row order on one thread: the same result for any thread count
     for (double l : row_loss) total += l;
     Tensor out = scalar_tensor(count > 0 ? total / static_cast<double>(count) : 0.0, logits.dtype());
@@ -189,10 +162,14 @@ struct CrossEntropy final : Node {
     const std::int64_t N = logits.shape()[0], V = logits.shape()[1];
     Tensor grad_logits = empty(logits.shape(), logits.dtype());
     const double scale = count > 0 ? grad_output.item() / static_cast<double>(count) : 0.0;
+    const std::int64_t* pt = targets.data<std::int64_t>();
+    if (fast::kEnabled && fast::cross_entropy_backward(logits, pt, lse.data<double>(), ignore_index, smoothing, scale,
+                                                       grad_logits))
+      return {grad_logits, Tensor()};
     dispatch_float(logits.dtype(), "cross_entropy backward", [&](auto tag) {
       using T = decltype(tag);
-      cross_entropy_backward<T>(grad_logits.data<T>(), logits.data<T>(), targets.data<std::int64_t>(),
-                                lse.data<double>(), N, V, ignore_index, smoothing, scale);
+      cross_entropy_backward<T>(grad_logits.data<T>(), logits.data<T>(), pt, lse.data<double>(), N, V, ignore_index,
+                                smoothing, scale);
     });
     return {grad_logits, Tensor()};  // targets are class ids: no gradient
   }

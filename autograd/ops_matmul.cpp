@@ -1,4 +1,4 @@
-// Matrix multiplication: matmul (through BLAS) and matmul_naive (the triple-loop reference).
+// Matrix multiplication: matmul and matmul_naive (the triple-loop reference).
 //
 // Letters: M rows of a, K the shared dim, N columns of b; "..." the batch dims, which
 // broadcast NumPy-style between a and b.
@@ -6,29 +6,44 @@
 //   a: (..., M, K) @ b: (..., K, N) -> out: (..., M, N)
 //   out[..., i, j] = sum_k a[..., i, k] * b[..., k, j]
 //
-// The fast path hands each (M,K) x (K,N) product to BLAS (sf::gemm, gemm.h), except batches of
-// small products (attention's per-head slices), which an OpenMP loop hands to small_gemm
-// (small_gemm.h), one slice per thread at a time. BLAS reads a
-// matrix from a pointer, a leading dimension ld and a transpose flag, so a matrix whose last two
-// strides are (ld, 1) (row-major, maybe narrowed) or (1, ld) (a transposed view) is passed as
-// it is; only other layouts (e.g. expanded or every-other-element views) are copied first.
+// The plain kernel makes both operands contiguous and hands each (M,K) x (K,N) product of the
+// batch to BLAS, one call each. The fast kernel (fast::matmul, autograd/fast.h) computes the
+// same products without the copies, folded, in small slices or in blocks over the threads.
 #include <cblas.h>
 
-#include <algorithm>
 #include <climits>
-#include <optional>
 #include <stdexcept>
 #include <string>
-#include <vector>
 
 #include "autograd/exercise.h"
-#include "autograd/runtime/gemm.h"
+#include "autograd/fast.h"
 #include "autograd/kernels.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
-#include "autograd/runtime/small_gemm.h"
 
 namespace sf {
+
+namespace {
+// BLAS takes its sizes as int.
+int blas_int(std::int64_t v) {
+  if (v > INT_MAX)
+    throw std::invalid_argument("matmul: size " + std::to_string(v) + " is too large for the BLAS interface (int)");
+  return static_cast<int>(v);
+}
+}  // namespace
+
+void blas_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const float* a, const float* b, float* c,
+               bool accumulate, bool transpose_b) {
+  const int ldb = static_cast<int>(transpose_b ? k : n);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, transpose_b ? CblasTrans : CblasNoTrans, blas_int(m), blas_int(n),
+              blas_int(k), 1.0f, a, blas_int(k), b, ldb, accumulate ? 1.0f : 0.0f, c, blas_int(n));
+}
+void blas_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const double* a, const double* b, double* c,
+               bool accumulate, bool transpose_b) {
+  const int ldb = static_cast<int>(transpose_b ? k : n);
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, transpose_b ? CblasTrans : CblasNoTrans, blas_int(m), blas_int(n),
+              blas_int(k), 1.0, a, blas_int(k), b, ldb, accumulate ? 1.0 : 0.0, c, blas_int(n));
+}
 
 namespace {
 
@@ -83,132 +98,19 @@ Shape batch_strides(const Tensor& t, const Shape& batch) {
   return broadcast_strides(matrix_dims_dropped, batch);
 }
 
-// ---- the BLAS path ------------------------------------------------------------------------
+// ---- the plain kernel ----------------------------------------------------------------------
 
-// How BLAS reads one (rows, cols) matrix in place: row-major with leading dimension ld
-// (element [i][j] at i*ld + j), or the transpose of a row-major (cols, rows) matrix
-// (element [i][j] at j*ld + i).
-struct BlasLayout {
-  CBLAS_TRANSPOSE trans = CblasNoTrans;
-  int ld = 1;
-};
-
-int blas_int(std::int64_t v, const char* what) {
-  if (v > INT_MAX)
-    throw std::invalid_argument(std::string("matmul: ") + what + " " + std::to_string(v) +
-                                " is too large for the BLAS interface (int)");
-  return static_cast<int>(v);
-}
-
-// The layout for a (rows, cols) matrix with strides (row_stride, col_stride), or nothing if BLAS
-// cannot read it without a copy. A dim of size 1 may have any stride, so it never disqualifies.
-std::optional<BlasLayout> blas_layout(std::int64_t rows, std::int64_t cols, std::int64_t row_stride,
-                                      std::int64_t col_stride) {
-  if (cols == 1 || col_stride == 1) {  // rows are contiguous: (ld, 1)
-    const std::int64_t ld = rows == 1 ? std::max<std::int64_t>(cols, 1) : row_stride;
-    if (ld >= std::max<std::int64_t>(cols, 1)) return BlasLayout{CblasNoTrans, blas_int(ld, "leading dimension")};
-  }
-  if (rows == 1 || row_stride == 1) {  // columns are contiguous: (1, ld)
-    const std::int64_t ld = cols == 1 ? std::max<std::int64_t>(rows, 1) : col_stride;
-    if (ld >= std::max<std::int64_t>(rows, 1)) return BlasLayout{CblasTrans, blas_int(ld, "leading dimension")};
-  }
-  return std::nullopt;
-}
-
-std::optional<BlasLayout> blas_layout(const Tensor& t) {
-  return blas_layout(t.size(-2), t.size(-1), t.strides()[t.dim() - 2], t.strides()[t.dim() - 1]);
-}
-
-// c (M,N), row-major with ldc = N  =  op(a) (M,K) @ op(b) (K,N), through sf::gemm (gemm.h:
-// BLAS, a large product split over the OpenMP threads).
+// c (m,n) = a (m,k) @ b (k,n), all row-major and contiguous: one BLAS call (blas_gemm, kernels.h).
+// out: (batch..., M, N) contiguous; a and b contiguous. A broadcast batch dim has stride 0 in
+// sa or sb, so the same matrix is read again for every element of that dim.
 template <class T>
-void gemm(BlasLayout la, BlasLayout lb, int m, int n, int k, const T* a, const T* b, T* c) {
-  sf::gemm(la.trans == CblasTrans, lb.trans == CblasTrans, m, n, k, a, la.ld, b, lb.ld, c, n);
-}
-
-// When a's batch dims and its M dim merge into one row dim, a: (..., M, K) can be read as one
-// (B*M, K) row-major matrix; returns that matrix's row stride (holds for any contiguous a, and
-// for a narrowed along K). Otherwise nothing.
-std::optional<std::int64_t> folded_row_stride(const Tensor& a) {
-  const std::int64_t k = a.size(-1);
-  if (k != 1 && a.strides()[a.dim() - 1] != 1) return std::nullopt;
-  std::optional<std::int64_t> row_stride;  // stride of the innermost row dim of size > 1
-  std::int64_t expected = 0;               // the stride the next outer dim must have
-  for (std::int64_t d = a.dim() - 2; d >= 0; --d) {
-    if (a.shape()[d] == 1) continue;  // a size-1 dim may have any stride
-    if (!row_stride) {
-      row_stride = a.strides()[d];
-    } else if (a.strides()[d] != expected) {
-      return std::nullopt;
-    }
-    expected = a.strides()[d] * a.shape()[d];
-  }
-  const std::int64_t r = row_stride.value_or(std::max<std::int64_t>(k, 1));  // a single row
-  if (r < std::max<std::int64_t>(k, 1)) return std::nullopt;
-  return r;
-}
-
-// ---- many small products: an OpenMP loop over the slices ----------------------------------
-
-// Slices at least this big in total (multiply-adds over all of them) are shared out among the
-// threads; smaller batches (decoding one token) are not worth waking the team for.
-constexpr std::int64_t kSmallSlicesParallelMacs = 1 << 16;
-
-// out: (batch..., M, N) contiguous = a @ b, one small_gemm per batch element, the elements
-// spread over the OpenMP threads. Each slice is computed whole by one thread (no sum is split),
-// so the result does not depend on the thread count. sa, sb, so: the batch strides.
-template <class T>
-void matmul_small_slices(const Tensor& a, const Tensor& b, const MatmulShape& s, const Shape& sa, const Shape& sb,
-                         const Shape& so, Tensor& out) {
-  struct SliceOffsets {
-    std::int64_t a, b, out;
-  };
-  std::vector<SliceOffsets> slices;
-  slices.reserve(static_cast<std::size_t>(shape_numel(s.batch)));
-  for_each_strided<3>(s.batch, {&sa, &sb, &so}, [&](std::int64_t ia, std::int64_t ib, std::int64_t io) {
-    slices.push_back({ia, ib, io});
-  });
-  const std::int64_t a_row = a.strides()[a.dim() - 2], a_col = a.strides()[a.dim() - 1];
-  const std::int64_t b_row = b.strides()[b.dim() - 2], b_col = b.strides()[b.dim() - 1];
+void matmul_kernel(const Tensor& a, const Tensor& b, const MatmulShape& s, Tensor& out) {
+  const Shape sa = batch_strides(a, s.batch), sb = batch_strides(b, s.batch), so = batch_strides(out, s.batch);
   const T* pa = a.data<T>();
   const T* pb = b.data<T>();
   T* po = out.data<T>();
-  const std::int64_t count = static_cast<std::int64_t>(slices.size());
-#pragma omp parallel for schedule(static) if (count * s.m * s.n * s.k >= kSmallSlicesParallelMacs)
-  for (std::int64_t i = 0; i < count; ++i) {
-    const SliceOffsets& o = slices[static_cast<std::size_t>(i)];
-    small_gemm(s.m, s.n, s.k, StridedMatrix<T>{pa + o.a, a_row, a_col}, StridedMatrix<T>{pb + o.b, b_row, b_col},
-               po + o.out);
-  }
-}
-
-// out: (batch..., M, N), contiguous and already allocated. a and b are readable by BLAS.
-template <class T>
-void matmul_blas_kernel(const Tensor& a, const Tensor& b, const MatmulShape& s, Tensor& out) {
-  const T* pa = a.data<T>();
-  const T* pb = b.data<T>();
-  T* po = out.data<T>();
-  const BlasLayout la = *blas_layout(a), lb = *blas_layout(b);
-  const int m = blas_int(s.m, "M"), n = blas_int(s.n, "N"), k = blas_int(s.k, "K");
-
-  // One big gemm: b is a single matrix and a's batch folds into its rows,
-  // a: (B*M, K) @ b: (K, N) -> out: (B*M, N).
-  if (b.dim() == 2 && a.dim() > 2) {
-    if (const std::optional<std::int64_t> row_stride = folded_row_stride(a)) {
-      const BlasLayout folded{CblasNoTrans, blas_int(*row_stride, "leading dimension")};
-      gemm(folded, lb, blas_int(shape_numel(s.batch) * s.m, "batch * M"), n, k, pa, pb, po);
-      return;
-    }
-  }
-  // One gemm per batch element; a broadcast batch dim has stride 0, so the same matrix is reused.
-  const Shape sa = batch_strides(a, s.batch), sb = batch_strides(b, s.batch);
-  const Shape so = batch_strides(out, s.batch);
-  if (s.m * s.n * s.k <= kSmallGemmMaxMacs && shape_numel(s.batch) > 1) {
-    matmul_small_slices<T>(a, b, s, sa, sb, so, out);
-    return;
-  }
   for_each_strided<3>(s.batch, {&sa, &sb, &so}, [&](std::int64_t ia, std::int64_t ib, std::int64_t io) {
-    gemm(la, lb, m, n, k, pa + ia, pb + ib, po + io);
+    blas_gemm(s.m, s.n, s.k, pa + ia, pb + ib, po + io);
   });
 }
 
@@ -245,8 +147,8 @@ void matmul_naive_kernel(const Tensor& a, const Tensor& b, const MatmulShape& s,
 // Backward, with grad_output = dL/dout: (..., M, N):
 //   grad_a = grad_output @ b^T   (..., M, N) @ (..., N, K) -> (..., M, K)
 //   grad_b = a^T @ grad_output   (..., K, M) @ (..., M, N) -> (..., K, N)
-// b^T and a^T are transposed views, which the BLAS path reads with a transpose flag (no copy);
-// each gradient is then summed over the batch dims its input was broadcast along (sum_to).
+// b^T and a^T are transposed views (the plain kernel copies them; the fast one reads them in
+// place); each gradient is then summed over the batch dims its input was broadcast along (sum_to).
 struct MatMul final : Node {
   Tensor a, b;
   const char* name() const override { return "MatMul"; }
@@ -257,13 +159,11 @@ struct MatMul final : Node {
     if (out.numel() > 0) {
       if (s.k == 0) {
         out.fill_(0.0);  // a sum of no terms
-      } else {
-        // Copy an operand only when BLAS cannot read its matrices in place.
-        const Tensor ca = blas_layout(a) ? a.detach() : contiguous(a.detach());
-        const Tensor cb = blas_layout(b) ? b.detach() : contiguous(b.detach());
+      } else if (!(fast::kEnabled && fast::matmul(a.detach(), b.detach(), out))) {
+        const Tensor ca = contiguous(a.detach()), cb = contiguous(b.detach());
         dispatch_float(a.dtype(), "matmul", [&](auto tag) {
           using T = decltype(tag);
-          matmul_blas_kernel<T>(ca, cb, s, out);
+          matmul_kernel<T>(ca, cb, s, out);
         });
       }
     }

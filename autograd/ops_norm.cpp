@@ -13,9 +13,11 @@
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "autograd/exercise.h"
+#include "autograd/fast.h"
 #include "autograd/kernels.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
@@ -57,9 +59,6 @@ Tensor column_tensor(const std::vector<double>& values, Dtype dtype) {
 
 // ---- layer norm kernels (the llm.c pair) ---------------------------------------------------
 
-// The weight and bias gradients sum over rows; threads take blocks of this many columns.
-constexpr std::int64_t kNormColumnBlock = 64;
-
 // x: (N, D), weight: (D), bias: (D) or null -> out: (N, D), mean, rstd: (N)
 //   mean = sum_d x[d] / D,  var = sum_d (x[d] - mean)^2 / D  (biased, as torch),
 //   rstd = 1 / sqrt(var + eps),  xhat = (x - mean) * rstd,  out = xhat * weight + bias
@@ -70,15 +69,12 @@ void layernorm_forward(T* out, double* mean, double* rstd, const T* x, const T* 
   // by D), rstd = 1 / sqrt(var + eps), out = (x - mean) * rstd * weight + bias (bias may be null);
   // store mean[n] and rstd[n] for backward. Accumulate the statistics in double (float32 too).
   // BEGIN SOLUTION
-#pragma omp parallel for if (N * D > kParallelMinElements)
   for (std::int64_t n = 0; n < N; ++n) {
     const T* x_row = x + n * D;
     double m = 0;
-#pragma omp simd reduction(+ : m)
     for (std::int64_t d = 0; d < D; ++d) m += x_row[d];
     m /= static_cast<double>(D);
     double var = 0;  // two passes: subtracting the mean first keeps the squares small
-#pragma omp simd reduction(+ : var)
     for (std::int64_t d = 0; d < D; ++d) {
       const double diff = x_row[d] - m;
       var += diff * diff;
@@ -111,12 +107,10 @@ void layernorm_backward(T* dx, double* dweight, double* dbias, const T* grad_out
   // of dx, dweight, dbias may be null (not wanted). Sum in double.
   // BEGIN SOLUTION
   if (dx) {
-#pragma omp parallel for if (N * D > kParallelMinElements)
     for (std::int64_t n = 0; n < N; ++n) {
       const T* grad_output_row = grad_output + n * D;
       const T* x_row = x + n * D;
       double dxhat_mean = 0, dxhat_xhat_mean = 0;
-#pragma omp simd reduction(+ : dxhat_mean, dxhat_xhat_mean)
       for (std::int64_t d = 0; d < D; ++d) {
         const double xhat = (x_row[d] - mean[n]) * rstd[n];
         const double dxhat = static_cast<double>(grad_output_row[d]) * weight[d];
@@ -134,18 +128,12 @@ void layernorm_backward(T* dx, double* dweight, double* dbias, const T* grad_out
     }
   }
   if (dweight || dbias) {
-    // sums over rows, threaded by blocks of columns: each column is summed over n = 0..N-1 in
-    // order by one thread, so the result does not depend on the thread count
-#pragma omp parallel for schedule(static) if (N * D > kParallelMinElements)
-    for (std::int64_t d0 = 0; d0 < D; d0 += kNormColumnBlock) {
-      const std::int64_t d1 = std::min(D, d0 + kNormColumnBlock);
-      for (std::int64_t n = 0; n < N; ++n) {
-        const T* grad_output_row = grad_output + n * D;
-        const T* x_row = x + n * D;
-        for (std::int64_t d = d0; d < d1; ++d) {
-          if (dweight) dweight[d] += static_cast<double>(grad_output_row[d]) * (x_row[d] - mean[n]) * rstd[n];
-          if (dbias) dbias[d] += grad_output_row[d];
-        }
+    for (std::int64_t n = 0; n < N; ++n) {  // sums over rows
+      const T* grad_output_row = grad_output + n * D;
+      const T* x_row = x + n * D;
+      for (std::int64_t d = 0; d < D; ++d) {
+        if (dweight) dweight[d] += static_cast<double>(grad_output_row[d]) * (x_row[d] - mean[n]) * rstd[n];
+        if (dbias) dbias[d] += grad_output_row[d];
       }
     }
   }
@@ -158,11 +146,9 @@ void layernorm_backward(T* dx, double* dweight, double* dbias, const T* grad_out
 //   rrms = 1 / sqrt(sum_d x[d]^2 / D + eps),  out = x * rrms * weight
 template <class T>
 void rmsnorm_forward(T* out, double* rrms, const T* x, const T* weight, std::int64_t N, std::int64_t D, double eps) {
-#pragma omp parallel for if (N * D > kParallelMinElements)
   for (std::int64_t n = 0; n < N; ++n) {
     const T* x_row = x + n * D;
     double ms = 0;
-#pragma omp simd reduction(+ : ms)
     for (std::int64_t d = 0; d < D; ++d) ms += static_cast<double>(x_row[d]) * x_row[d];
     ms /= static_cast<double>(D);
     const double r = 1.0 / std::sqrt(ms + eps);
@@ -180,12 +166,10 @@ template <class T>
 void rmsnorm_backward(T* dx, double* dweight, const T* grad_output, const T* x, const T* weight, const double* rrms,
                       std::int64_t N, std::int64_t D) {
   if (dx) {
-#pragma omp parallel for if (N * D > kParallelMinElements)
     for (std::int64_t n = 0; n < N; ++n) {
       const T* grad_output_row = grad_output + n * D;
       const T* x_row = x + n * D;
       double dxhat_xhat_mean = 0;
-#pragma omp simd reduction(+ : dxhat_xhat_mean)
       for (std::int64_t d = 0; d < D; ++d)
         dxhat_xhat_mean += static_cast<double>(grad_output_row[d]) * weight[d] * x_row[d] * rrms[n];
       dxhat_xhat_mean /= static_cast<double>(D);
@@ -197,14 +181,9 @@ void rmsnorm_backward(T* dx, double* dweight, const T* grad_output, const T* x, 
       }
     }
   }
-  if (dweight) {  // sum over rows, threaded by column blocks as in layernorm_backward
-#pragma omp parallel for schedule(static) if (N * D > kParallelMinElements)
-    for (std::int64_t d0 = 0; d0 < D; d0 += kNormColumnBlock) {
-      const std::int64_t d1 = std::min(D, d0 + kNormColumnBlock);
-      for (std::int64_t n = 0; n < N; ++n)
-        for (std::int64_t d = d0; d < d1; ++d)
-          dweight[d] += static_cast<double>(grad_output[n * D + d]) * x[n * D + d] * rrms[n];
-    }
+  if (dweight) {  // sum over rows
+    for (std::int64_t n = 0; n < N; ++n)
+      for (std::int64_t d = 0; d < D; ++d) dweight[d] += static_cast<double>(grad_output[n * D + d]) * x[n * D + d] * rrms[n];
   }
 }
 
@@ -232,8 +211,13 @@ struct LayerNorm final : Node {
     Tensor mean = empty(row_shape(x.shape()), Dtype::Float64), rstd = empty(row_shape(x.shape()), Dtype::Float64);
     dispatch_float(x.dtype(), "layer_norm", [&](auto tag) {
       using T = decltype(tag);
-      layernorm_forward<T>(out.data<T>(), mean.data<double>(), rstd.data<double>(), xc.data<T>(), wc.data<T>(),
-                           bc.defined() ? bc.data<T>() : nullptr, N, D, eps);
+      const T* b = bc.defined() ? bc.data<T>() : nullptr;
+      if constexpr (std::is_same_v<T, float>)  // the fast kernel, when one applies (autograd/fast.h)
+        if (fast::kEnabled && fast::layernorm_forward(out.data<T>(), mean.data<double>(), rstd.data<double>(),
+                                                      xc.data<T>(), wc.data<T>(), b, N, D, eps))
+          return;
+      layernorm_forward<T>(out.data<T>(), mean.data<double>(), rstd.data<double>(), xc.data<T>(), wc.data<T>(), b, N,
+                           D, eps);
     });
     if (any_requires_grad({&x, &weight, &bias})) {
       auto node = std::make_shared<LayerNorm>();
@@ -253,9 +237,15 @@ struct LayerNorm final : Node {
     std::vector<double> grad_w(needs_input_grad(1) ? D : 0, 0.0), grad_b(needs_input_grad(2) ? D : 0, 0.0);
     dispatch_float(x.dtype(), "layer_norm backward", [&](auto tag) {
       using T = decltype(tag);
-      layernorm_backward<T>(grad_x.defined() ? grad_x.data<T>() : nullptr, grad_w.empty() ? nullptr : grad_w.data(),
-                            grad_b.empty() ? nullptr : grad_b.data(), grad_output_c.data<T>(), x.data<T>(),
-                            weight.data<T>(), mean.data<double>(), rstd.data<double>(), N, D);
+      T* dx = grad_x.defined() ? grad_x.data<T>() : nullptr;
+      double* dw = grad_w.empty() ? nullptr : grad_w.data();
+      double* db = grad_b.empty() ? nullptr : grad_b.data();
+      if constexpr (std::is_same_v<T, float>)
+        if (fast::kEnabled && fast::layernorm_backward(dx, dw, db, grad_output_c.data<T>(), x.data<T>(),
+                                                       weight.data<T>(), mean.data<double>(), rstd.data<double>(), N, D))
+          return;
+      layernorm_backward<T>(dx, dw, db, grad_output_c.data<T>(), x.data<T>(), weight.data<T>(), mean.data<double>(),
+                            rstd.data<double>(), N, D);
     });
     return {grad_x, grad_w.empty() ? Tensor() : column_tensor(grad_w, x.dtype()),
             grad_b.empty() ? Tensor() : column_tensor(grad_b, x.dtype())};
@@ -283,6 +273,10 @@ struct RMSNorm final : Node {
     Tensor rrms = empty(row_shape(x.shape()), Dtype::Float64);
     dispatch_float(x.dtype(), "rms_norm", [&](auto tag) {
       using T = decltype(tag);
+      if constexpr (std::is_same_v<T, float>)
+        if (fast::kEnabled && fast::rmsnorm_forward(out.data<T>(), rrms.data<double>(), xc.data<T>(), wc.data<T>(), N, D,
+                                                    eps))
+          return;
       rmsnorm_forward<T>(out.data<T>(), rrms.data<double>(), xc.data<T>(), wc.data<T>(), N, D, eps);
     });
     if (any_requires_grad({&x, &weight})) {
@@ -302,8 +296,13 @@ struct RMSNorm final : Node {
     std::vector<double> grad_w(needs_input_grad(1) ? D : 0, 0.0);
     dispatch_float(x.dtype(), "rms_norm backward", [&](auto tag) {
       using T = decltype(tag);
-      rmsnorm_backward<T>(grad_x.defined() ? grad_x.data<T>() : nullptr, grad_w.empty() ? nullptr : grad_w.data(),
-                          grad_output_c.data<T>(), x.data<T>(), weight.data<T>(), rrms.data<double>(), N, D);
+      T* dx = grad_x.defined() ? grad_x.data<T>() : nullptr;
+      double* dw = grad_w.empty() ? nullptr : grad_w.data();
+      if constexpr (std::is_same_v<T, float>)
+        if (fast::kEnabled && fast::rmsnorm_backward(dx, dw, grad_output_c.data<T>(), x.data<T>(), weight.data<T>(),
+                                                     rrms.data<double>(), N, D))
+          return;
+      rmsnorm_backward<T>(dx, dw, grad_output_c.data<T>(), x.data<T>(), weight.data<T>(), rrms.data<double>(), N, D);
     });
     return {grad_x, grad_w.empty() ? Tensor() : column_tensor(grad_w, x.dtype())};
   }

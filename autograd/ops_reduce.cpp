@@ -7,6 +7,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "autograd/fast.h"
 #include "autograd/kernels.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
@@ -40,49 +41,16 @@ Shape squeezed_shape(const Shape& in, const std::vector<bool>& mask) {
   return s;
 }
 
-// When x is contiguous and exactly its leading dims are reduced (the bias gradient: (B,T,D) summed
-// to (D)), x is a (rows, cols) matrix summed down its columns; returns cols, else 0.
-std::int64_t leading_dims_reduced_cols(const Tensor& x, const std::vector<bool>& mask) {
-  if (!x.is_contiguous()) return 0;
-  std::int64_t d = 0, cols = 1;
-  while (d < x.dim() && mask[d]) ++d;
-  if (d == 0) return 0;
-  for (; d < x.dim(); ++d) {
-    if (mask[d]) return 0;
-    cols *= x.shape()[d];
-  }
-  return cols;
-}
-
-// acc[c] += sum over r of x[r, c], x: (rows, cols) contiguous. Each column's sum runs on one
-// thread in row order, the order of the plain walk below, so it is the same for any thread count.
-template <class T>
-void sum_rows_kernel(const T* x, std::int64_t rows, std::int64_t cols, double* acc) {
-  constexpr std::int64_t kColBlock = 64;  // columns per task: whole cache lines of x per row
-  const std::int64_t blocks = (cols + kColBlock - 1) / kColBlock;
-#pragma omp parallel for schedule(static) if (rows * cols >= kParallelMinElements)
-  for (std::int64_t b = 0; b < blocks; ++b) {
-    const std::int64_t c0 = b * kColBlock, c1 = std::min(cols, c0 + kColBlock);
-    for (std::int64_t r = 0; r < rows; ++r)
-      for (std::int64_t c = c0; c < c1; ++c) acc[c] += x[r * cols + c];
-  }
-}
-
 // out (keepdim shape) = sum of x over the masked dims, accumulated in double.
 Tensor sum_kernel(const Tensor& x, const std::vector<bool>& mask) {
   const Shape out_shape = keepdim_shape(x.shape(), mask);
   std::vector<double> acc(static_cast<std::size_t>(shape_numel(out_shape)), 0.0);
   Tensor out = empty(out_shape, x.dtype());
+  const bool done_fast = fast::kEnabled && fast::sum(x, mask, acc.data());
   dispatch_float(x.dtype(), "sum", [&](auto tag) {
     using T = decltype(tag);
     const T* px = x.data<T>();
-    if (x.is_contiguous() && out.numel() == 1) {  // fast path: everything into one number
-      double s = 0;
-      for (std::int64_t i = 0, n = x.numel(); i < n; ++i) s += px[i];
-      acc[0] = s;
-    } else if (const std::int64_t cols = leading_dims_reduced_cols(x, mask); cols > 0) {
-      sum_rows_kernel(px, x.numel() / cols, cols, acc.data());
-    } else {
+    if (!done_fast) {  // walk x; so (the output's strides, 0 on reduced dims) names each element's sum
       const Shape so = broadcast_strides(out, x.shape());
       for_each_strided<2>(x.shape(), {&x.strides(), &so},
                           [&](std::int64_t ix, std::int64_t o) { acc[o] += px[ix]; });

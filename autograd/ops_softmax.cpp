@@ -18,10 +18,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <type_traits>
 
 #include "autograd/exercise.h"
-#include "autograd/runtime/fast_exp.h"
+#include "autograd/fast.h"
 #include "autograd/kernels.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
@@ -44,55 +43,10 @@ RowLayout row_layout(const Shape& shape, std::int64_t d) {
   return l;
 }
 
-// The float32 fast path for rows that are contiguous in memory (inner == 1: softmax over the
-// last dim, as attention and the output layer use it). The same math as the general kernel
-// below, with fast_exp (autograd/runtime/fast_exp.h, within 1 ulp of exp) and `omp simd` loops the
-// compiler vectorises: the max and the sum are split over vector lanes and the lanes combined
-// at the end, in an order fixed by the binary (each row on one thread: the same result for any
-// thread count). The sum stays in double lanes, each float term converted.
-// x, y: (rows, n) contiguous.
-void softmax_forward_rows_f32(const float* x, float* y, std::int64_t rows, std::int64_t n, bool log) {
-  constexpr float kInf = std::numeric_limits<float>::infinity();
-#pragma omp parallel for if (rows * n > kParallelMinElements)
-  for (std::int64_t r = 0; r < rows; ++r) {
-    const float* xr = x + r * n;
-    float* yr = y + r * n;
-    float m = -kInf;
-#pragma omp simd reduction(max : m)
-    for (std::int64_t j = 0; j < n; ++j) m = xr[j] > m ? xr[j] : m;  // (a NaN is skipped, as by std::max)
-    if (m == -kInf) {  // fully masked row: softmax 0, log_softmax -inf
-      std::fill(yr, yr + n, log ? -kInf : 0.0f);
-      continue;
-    }
-    // y holds exp(x - m) until the end (for log_softmax too), summed in double lanes.
-    // (Two loops: GCC 12 does not vectorise fast_exp and a double sum in one.)
-#pragma omp simd
-    for (std::int64_t j = 0; j < n; ++j) yr[j] = fast_exp(xr[j] - m);
-    double s = 0;
-#pragma omp simd reduction(+ : s)
-    for (std::int64_t j = 0; j < n; ++j) s += yr[j];
-    if (log) {
-      const float log_s = static_cast<float>(std::log(s));
-#pragma omp simd
-      for (std::int64_t j = 0; j < n; ++j) yr[j] = xr[j] - m - log_s;
-    } else {
-      const float inv_s = static_cast<float>(1.0 / s);
-#pragma omp simd
-      for (std::int64_t j = 0; j < n; ++j) yr[j] *= inv_s;
-    }
-  }
-}
-
 // y = softmax(x) (or log_softmax when `log`) along the middle axis of (outer, n, inner).
-// x, y: contiguous, outer*n*inner elements. The general (strided) path, with std::exp.
+// x, y: contiguous, outer*n*inner elements.
 template <class T>
 void softmax_forward_kernel(const T* x, T* y, RowLayout l, bool log) {
-  if constexpr (std::is_same_v<T, float>) {
-    if (l.inner == 1) {
-      softmax_forward_rows_f32(x, y, l.outer, l.n, log);
-      return;
-    }
-  }
   const std::int64_t rows = l.outer * l.inner;
 #pragma omp parallel for if (rows * l.n > kParallelMinElements)
   for (std::int64_t r = 0; r < rows; ++r) {
@@ -120,48 +74,11 @@ void softmax_forward_kernel(const T* x, T* y, RowLayout l, bool log) {
   }
 }
 
-// The float32 fast path of the backward for contiguous rows (inner == 1), vectorised like
-// softmax_forward_rows_f32. y, grad_output, gx: (rows, n) contiguous.
-void softmax_backward_rows_f32(const float* y, const float* grad_output, float* gx, std::int64_t rows, std::int64_t n,
-                               bool log) {
-  // EXERCISE(softmax): the float32 path of softmax_backward_kernel below for contiguous rows of n
-  // values (the same formulas; vectorise the two loops per row with `omp simd`).
-  // BEGIN SOLUTION
-#pragma omp parallel for if (rows * n > kParallelMinElements)
-  for (std::int64_t r = 0; r < rows; ++r) {
-    const float* yr = y + r * n;
-    const float* grad_output_row = grad_output + r * n;
-    float* gxr = gx + r * n;
-    double dot = 0;  // softmax: sum grad_output*y; log_softmax: sum grad_output (float products are exact in double)
-    if (log) {
-#pragma omp simd reduction(+ : dot)
-      for (std::int64_t j = 0; j < n; ++j) dot += grad_output_row[j];
-      const float c = static_cast<float>(dot);
-#pragma omp simd
-      for (std::int64_t j = 0; j < n; ++j) gxr[j] = grad_output_row[j] - fast_exp(yr[j]) * c;
-    } else {
-#pragma omp simd reduction(+ : dot)
-      for (std::int64_t j = 0; j < n; ++j) dot += static_cast<double>(grad_output_row[j]) * yr[j];
-      const float c = static_cast<float>(dot);
-#pragma omp simd
-      for (std::int64_t j = 0; j < n; ++j) gxr[j] = yr[j] * (grad_output_row[j] - c);
-    }
-  }
-  // END SOLUTION
-}
-
-// grad_x from the saved output y and grad_output (all contiguous, (outer, n, inner)), the
-// general (strided) path:
+// grad_x from the saved output y and grad_output (all contiguous, (outer, n, inner)):
 //   softmax:      grad_x_j = y_j * (grad_output_j - sum_k grad_output_k y_k)
 //   log_softmax:  grad_x_j = grad_output_j - exp(y_j) * sum_k grad_output_k   (exp(y) is the softmax)
 template <class T>
 void softmax_backward_kernel(const T* y, const T* grad_output, T* gx, RowLayout l, bool log) {
-  if constexpr (std::is_same_v<T, float>) {
-    if (l.inner == 1) {
-      softmax_backward_rows_f32(y, grad_output, gx, l.outer, l.n, log);
-      return;
-    }
-  }
   // EXERCISE(softmax): grad_x of softmax (log == false) and of log_softmax (log == true) for each
   // row (o, ., i) of the (outer, n, inner) layout (element (o, j, i) at o*n*inner + j*inner + i),
   // with the formulas above: one pass for the row's sum (in double), one to write gx.
@@ -190,6 +107,7 @@ Tensor softmax_forward(const Tensor& x, std::int64_t d, bool log) {
   check_float(x, op);
   Tensor xc = contiguous(x.detach());
   Tensor out = empty(x.shape(), x.dtype());
+  if (fast::kEnabled && fast::softmax(xc, out, d, log)) return out;
   dispatch_float(x.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
     softmax_forward_kernel<T>(xc.data<T>(), out.data<T>(), row_layout(x.shape(), d), log);
@@ -201,6 +119,7 @@ Tensor softmax_forward(const Tensor& x, std::int64_t d, bool log) {
 Tensor softmax_backward(const Tensor& grad_output, const Tensor& y, std::int64_t d, bool log) {
   Tensor grad_output_c = contiguous(grad_output);
   Tensor grad_x = empty(y.shape(), y.dtype());
+  if (fast::kEnabled && fast::softmax_backward(y, grad_output_c, grad_x, d, log)) return grad_x;
   dispatch_float(y.dtype(), log ? "log_softmax backward" : "softmax backward", [&](auto tag) {
     using T = decltype(tag);
     softmax_backward_kernel<T>(y.data<T>(), grad_output_c.data<T>(), grad_x.data<T>(), row_layout(y.shape(), d), log);

@@ -9,7 +9,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "autograd/runtime/block_cache.h"
+#include "autograd/fast.h"
 #include "autograd/generator.h"
 #include "autograd/kernels.h"
 #include "autograd/runtime/memory_stats.h"
@@ -132,12 +132,11 @@ void count_allocated(std::size_t n) {
 MemoryStats memory_stats() { return {g_live_bytes.load(), g_peak_bytes.load()}; }
 void reset_peak_memory() { g_peak_bytes.store(g_live_bytes.load()); }
 
-// Big blocks (the logits and their gradient) go through block_cache.h, which reuses them from
-// one step to the next instead of taking fresh pages from the kernel; the rest is malloc's.
+// 64-byte aligned, so every row of floats starts on a cache line. Big blocks may come from the
+// fast kernels' block cache instead (fast::allocate_block, autograd/fast.h).
 Storage::Storage(std::size_t n) : nbytes(n) {
-  if (n >= block_cache::kMinBytes) {
-    data = block_cache::allocate(n, &capacity);
-  } else {
+  if (fast::kEnabled) data = fast::allocate_block(n, &capacity);
+  if (!data) {
     const std::size_t rounded = (n + 63) / 64 * 64;
     data = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
     if (!data) throw std::bad_alloc();
@@ -146,7 +145,7 @@ Storage::Storage(std::size_t n) : nbytes(n) {
 }
 
 Storage::~Storage() {
-  if (capacity > 0) block_cache::release(data, capacity);
+  if (capacity > 0) fast::release_block(data, capacity);
   else std::free(data);
   g_live_bytes.fetch_sub(static_cast<std::int64_t>(nbytes));
 }

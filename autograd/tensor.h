@@ -44,7 +44,7 @@ std::int64_t wrap_dim(std::int64_t dim, std::int64_t ndim, const char* op);
 struct Storage {
   void* data = nullptr;
   std::size_t nbytes = 0;
-  std::size_t capacity = 0;  // > 0: a big block from block_cache.h (its real size), returned there
+  std::size_t capacity = 0;  // > 0: a big block from fast::allocate_block (its real size), returned there
   explicit Storage(std::size_t nbytes);
   ~Storage();
   Storage(const Storage&) = delete;

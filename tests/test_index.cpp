@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "autograd/runtime/dropout_mask.h"
+#include "autograd/dropout_mask.h"
 #include "test_util.h"
 
 using namespace sf;

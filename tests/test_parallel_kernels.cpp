@@ -14,7 +14,7 @@
 #include <cstring>
 #include <vector>
 
-#include "autograd/runtime/dropout_mask.h"
+#include "autograd/dropout_mask.h"
 #include "autograd/runtime/gemm.h"
 #include "autograd/kernels.h"
 #include "autograd/runtime/threads.h"
@@ -134,10 +134,10 @@ TEST_CASE("dropout keeps exactly the elements the counter-based rule keeps", "[p
 
 TEST_CASE("gemm cuts a product into the same blocks on any thread count: 1, 2, 3 threads, the same bits",
           "[parallel][matmul]") {
-  // Where a block starts can change an element's last bits (a BLAS kernel's tiles: gemm.h). Under
-  // the old rule, one block per thread, 1 thread made one call and 2 threads cut 1088 rows at
-  // 544; OpenBLAS's Haswell kernels then gave 6926 elements of this product other last bits.
-  // Now the blocks are one per usable core whatever the thread count.
+  // Where a block starts can change an element's last bits (a BLAS kernel's tiles: gemm.h). With
+  // one block per thread, 1 thread would make one call and 2 threads would cut 1088 rows at 544,
+  // and thousands of elements of this product could get other last bits. So the blocks are one
+  // per usable core whatever the thread count.
   const int cores = usable_cores();
   REQUIRE(gemm_blocks(1088, 256, 256) == std::min(cores, 1088 / kGemmBlockAlign));  // row blocks
   REQUIRE(gemm_blocks(64, 3000, 256) == std::min(cores, 3000 / kGemmBlockAlign));   // column blocks

@@ -112,12 +112,8 @@ void onednn_matmul(bool trans_a, bool trans_b, int m, int n, int k, const std::u
 
 // The threads split C into row (or column) blocks as the float32 gemm does (gemm_in_blocks,
 // gemm.h), one single-threaded oneDNN call per block, rather than letting oneDNN thread each
-// product. Measured
-// on a 2-core AMD EPYC (Zen 5, AVX512-BF16), oneDNN 2.6, the same rounded inputs, medians of 30,
-// oneDNN on 2 threads against two blocks: the tied output projection 1536x8000x256 11.7 -> 8.3
-// ms, its weight gradient 8000x256x1536 12.4 -> 9.4 ms, a 1536x256x256 Linear 0.38 -> 0.29 ms,
-// 1536x1024x256 1.34 -> 1.10 ms. As in gemm, each element of c is one oneDNN call's sum over the
-// whole k.
+// product: one thread team for the whole step, as for the float32 products (docs/speed.md has
+// the measurement). As in gemm, each element of c is one oneDNN call's sum over the whole k.
 void gemm_bf16(bool trans_a, bool trans_b, int m, int n, int k, const float* a, int lda, const float* b, int ldb,
                float* c, int ldc, bool accumulate) {
   if (m == 0 || n == 0) return;

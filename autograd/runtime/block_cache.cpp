@@ -1,6 +1,8 @@
 // BlockCache: see block_cache.h.
 #include "autograd/runtime/block_cache.h"
 
+#include "autograd/fast.h"
+
 #include <cstdlib>
 #include <mutex>
 #include <new>
@@ -97,3 +99,15 @@ std::size_t cached_bytes() {
 bool enabled() { return kEnabled; }
 
 }  // namespace sf::block_cache
+
+// The seam's storage calls (autograd/fast.h).
+namespace sf::fast {
+
+void* allocate_block(std::size_t bytes, std::size_t* capacity) {
+  if (bytes < block_cache::kMinBytes) return nullptr;
+  return block_cache::allocate(bytes, capacity);
+}
+
+void release_block(void* block, std::size_t capacity) { block_cache::release(block, capacity); }
+
+}  // namespace sf::fast

@@ -1,10 +1,11 @@
-// gemm: the one place that calls BLAS for a matrix product, threaded by OpenMP.
+// gemm: the fast kernels' BLAS call for a matrix product, threaded by OpenMP (the plain kernels
+// make one cblas call per product: blas_gemm, autograd/kernels.h).
 //
 // Why not let OpenBLAS thread itself? OpenBLAS (pthread build) keeps its own worker threads and
 // the OpenMP loops of the kernels keep theirs. On a 2-core machine that is three busy threads
 // for two cores: after each parallel loop OpenMP's workers spin waiting for the next one while
 // OpenBLAS's workers want the cores, and after each product OpenBLAS's workers spin (yielding)
-// while OpenMP wants them. Measured: 2 threads ran slower than 1. So there is one thread team,
+// while OpenMP wants them: two threads would run slower than one. So there is one thread team,
 // OpenMP's: set_num_threads (threads.h) keeps OpenBLAS on one thread, and gemm cuts a large
 // product into row (or column) blocks of C, one single-threaded BLAS call per block, the blocks
 // shared out over the OpenMP threads.
@@ -12,9 +13,8 @@
 // Each element of C is still computed by one BLAS call over the whole K, so splitting changes
 // no sum into partial sums. But where a block starts still matters to the last bit: a BLAS
 // kernel works in tiles, and an element near a tile's edge can be summed in another order than
-// one inside it. Measured with OpenBLAS 0.3.21 (its Haswell kernels, on an AMD EPYC Zen 5): a
-// 1088x256x256 product cut into rows [0,544) and [544,1088) has 6926 elements whose last bits
-// differ from one call's; cut at 540 or 528, none. So the blocks are a function of the product's
+// one inside it, so a product cut at another row can differ from one call's in the last bits of
+// some elements (docs/speed.md has a measured case). So the blocks are a function of the product's
 // shape and the machine only (gemm_blocks), never of the thread count: one thread computes the
 // same blocks one after the other, and float32 training gives the same bits on any number of
 // threads (on one machine: another CPU has other BLAS kernels, and other bits, anyway).
@@ -57,8 +57,7 @@ void gemm_block_range(int size, int parts, int i, int& begin, int& end);
 // threads.h), along the rows when m >= n, the columns otherwise, each at least kGemmBlockAlign
 // wide. The threads share the blocks out: on a 2-core machine 1 thread runs both blocks one after
 // the other, 2 threads one each; with the default thread count (one per core) that is one block
-// per thread, as fast as before the blocks were fixed. A fixed 4 blocks instead cost the bf16
-// step 198.8 -> 205.9 ms on 2 threads (AMD EPYC Zen 5, medians of 9 alternating bench runs).
+// per thread, and no more calls than the threads need.
 int gemm_blocks(int m, int n, int k);
 
 // The split itself, shared by gemm (one BLAS call per block) and gemm_bf16 (one oneDNN call per

@@ -62,9 +62,7 @@ void small_gemm_packed(std::int64_t m, std::int64_t n, std::int64_t k, StridedMa
 // kRoundBf16; returns the copy. The buffer is the calling thread's own (`out` is thread_local at
 // the caller; scratch_buffer.h: it is not zero-filled first).
 // Two passes under bf16: the gather (the same loops as float32's), then the rounding over the
-// contiguous copy, which the compiler vectorizes. (Rounding inside the gather stayed scalar:
-// greedy decoding in bf16 spent 14 % of its time there. 256 q k^T slices of (1,64) @ (64,30), as
-// a decoding step at batch 64 has, 2 threads, AMD EPYC Zen 5: 302 us before, 119-172 after.)
+// contiguous copy, which the compiler vectorizes (rounding inside the gather stays scalar).
 template <bool kRoundBf16, class T>
 T* copy_to_row_major(StridedMatrix<T> x, std::int64_t rows, std::int64_t cols, ScratchBuffer<T>& out) {
   T* __restrict dst = out.get(static_cast<std::size_t>(rows * cols));
@@ -96,15 +94,13 @@ void small_gemm_impl(std::int64_t m, std::int64_t n, std::int64_t k, StridedMatr
 // Under bf16 precision (bf16.h) both inputs are rounded to bf16 once, into per-thread copies, and
 // the float32 kernel multiplies the copies: the products of bf16 values are exact in float32, so
 // this is the bf16 units' arithmetic, done by float32 FMA. These per-head products are about 1.5%
-// of a training step's FLOPs. (Rounding a as it was read instead -- scalar roundings between the
-// multiply-adds of rows only n = 24 wide -- made q k^T 1.7x as slow: 1024 slices of 24x24x64 on
-// one thread, 6.0 ms against 3.5, AMD EPYC Zen 5.)
+// of a training step's FLOPs. (Rounding a as it is read instead would put scalar roundings
+// between the multiply-adds of rows only n = 24 wide.)
 //
 // With a few rows of a (m <= kRowBlock: a decoding step's one query per head) every element of b is
 // read once, so where b's rows are contiguous (weights @ v) the kernel rounds them as it reads them
-// instead of copying v first. The rounding is the same, so are the bits. (256 slices of
-// (1,30) @ (30,64), 2 threads, AMD EPYC Zen 5: 52-60 us with the copy, 34-36 without, float32
-// 27-34.)
+// instead of copying v first: one pass over b instead of two. The rounding is the same, so are
+// the bits.
 void small_gemm_bf16(std::int64_t m, std::int64_t n, std::int64_t k, StridedMatrix<float> a, StridedMatrix<float> b,
                      float* c) {
   thread_local ScratchBuffer<float> a_buffer, b_buffer;

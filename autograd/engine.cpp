@@ -12,6 +12,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "autograd/check.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
 
@@ -172,10 +173,8 @@ void run_backward(const Tensor& root, const Tensor& root_grad, bool retain_graph
       if (!next) continue;
       if (i < input_grads.size() && input_grads[i].defined()) {
         const Tensor& gi = input_grads[i];
-        if (gi.shape() != n->input_shapes[i])
-          throw std::logic_error(std::string("backward: ") + n->name() + " returned a gradient of shape " +
-                                 shape_str(gi.shape()) + " for input " + std::to_string(i) +
-                                 " of shape " + shape_str(n->input_shapes[i]));
+        SF_CHECK(gi.shape() == n->input_shapes[i], "backward: ", n->name(), " returned a gradient of shape ",
+                 gi.shape(), " for input ", i, " of shape ", n->input_shapes[i]);
         accumulate_into(grads[next], gi);
       }
       if (--deps[next] == 0) {

@@ -4,6 +4,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "autograd/check.h"
 #include "autograd/generator.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
@@ -118,9 +119,8 @@ GradcheckResult gradcheck(const GradcheckFn& f, const std::vector<Tensor>& input
     r.input = i;
     r.name = x.name();
     Tensor analytic = x.grad().defined() ? x.grad() : zeros(x.shape(), Dtype::Float64);
-    if (analytic.shape() != x.shape())
-      throw std::logic_error("gradcheck: gradient of input " + std::to_string(i) + " has shape " +
-                             shape_str(analytic.shape()) + ", the input " + shape_str(x.shape()));
+    SF_CHECK(analytic.shape() == x.shape(), "gradcheck: gradient of input ", i, " has shape ", analytic.shape(),
+             ", the input ", x.shape());
     if (!o.fast_mode) check_every_element(f, inputs, v, x, analytic, o, r);
     else check_random_directions(f, inputs, v, x, analytic, o, gen, r);
     if (!r.ok) {

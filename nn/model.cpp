@@ -6,6 +6,7 @@
 #include <vector>
 #include <stdexcept>
 
+#include "autograd/check.h"
 #include "autograd/ops.h"
 #include "nn/positional.h"
 
@@ -25,8 +26,9 @@ std::shared_ptr<Module> make_positions(const ModelConfig& cfg, Generator& init_g
 
 Tensor add_positions(const Module& positions, const Tensor& x, std::int64_t start_pos) {
   if (const auto* sin = dynamic_cast<const SinusoidalPositional*>(&positions)) return sin->forward(x, start_pos);
-  if (const auto* learned = dynamic_cast<const LearnedPositional*>(&positions)) return learned->forward(x, start_pos);
-  throw std::invalid_argument(std::string("add_positions: unexpected positional module ") + positions.type_name());
+  const auto* learned = dynamic_cast<const LearnedPositional*>(&positions);
+  SF_CHECK(learned != nullptr, "add_positions: unexpected positional module ", positions.type_name());
+  return learned->forward(x, start_pos);
 }
 
 void check_batch_indices(const Tensor& batch_indices, const char* who) {
@@ -104,7 +106,7 @@ std::unique_ptr<Model> make_model(const ModelConfig& cfg, Generator& init_gen, D
     case Arch::DecoderOnly: return std::make_unique<DecoderOnlyTransformer>(cfg, init_gen, dtype);
     case Arch::EncoderOnly: return std::make_unique<EncoderOnlyTransformer>(cfg, init_gen, dtype);
   }
-  throw std::invalid_argument("make_model: unknown architecture");
+  SF_CHECK(false, "make_model: unknown architecture ", static_cast<int>(cfg.arch));
 }
 
 const char* arch_name(Arch arch) {

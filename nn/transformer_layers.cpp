@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "autograd/check.h"
 #include "autograd/ops.h"
 #include "nn/norm.h"
 
@@ -160,8 +161,9 @@ std::shared_ptr<Module> make_norm(NormKind kind, std::int64_t dim, Dtype dtype) 
 // x: (..., D) -> (..., D)
 Tensor apply_norm(const Module& norm, const Tensor& x) {
   if (const auto* ln = dynamic_cast<const LayerNorm*>(&norm)) return ln->forward(x);
-  if (const auto* rms = dynamic_cast<const RMSNorm*>(&norm)) return rms->forward(x);
-  throw std::invalid_argument(std::string("apply_norm: expected a LayerNorm or RMSNorm, got ") + norm.type_name());
+  const auto* rms = dynamic_cast<const RMSNorm*>(&norm);
+  SF_CHECK(rms != nullptr, "apply_norm: expected a LayerNorm or RMSNorm, got ", norm.type_name());
+  return rms->forward(x);
 }
 
 // ---- EncoderLayer ------------------------------------------------------------------------

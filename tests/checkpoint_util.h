@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "run_util.h"
-#include "train/safetensors.h"
+#include "train/checkpoint/safetensors.h"
 
 namespace sf::test {
 

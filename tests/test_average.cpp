@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "run_util.h"
-#include "train/checkpoint.h"
-#include "train/checkpoint_average.h"
+#include "train/checkpoint/checkpoint.h"
+#include "train/checkpoint/checkpoint_average.h"
 #include "train/config.h"
-#include "train/safetensors.h"
+#include "train/checkpoint/safetensors.h"
 #include "train/setup.h"
 
 namespace {

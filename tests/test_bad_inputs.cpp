@@ -25,8 +25,8 @@
 #include "data/corpus.h"
 #include "checkpoint_util.h"
 #include "run_util.h"
-#include "train/checkpoint.h"
-#include "train/safetensors.h"
+#include "train/checkpoint/checkpoint.h"
+#include "train/checkpoint/safetensors.h"
 
 using namespace sf;
 using namespace sf::test;

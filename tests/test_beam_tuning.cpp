@@ -5,9 +5,9 @@
 #include <vector>
 
 #include "run_util.h"
-#include "train/beam_tuning.h"
+#include "train/checkpoint/beam_tuning.h"
 #include "train/config.h"
-#include "train/safetensors.h"
+#include "train/checkpoint/safetensors.h"
 #include "train/setup.h"
 
 namespace {

@@ -39,7 +39,7 @@
 #include "train/bench/bench.h"
 #include "train/bench/generation_bench.h"
 #include "train/config.h"
-#include "train/optim.h"
+#include "train/optim/optim.h"
 #include "train/setup.h"
 
 using namespace sf;

@@ -18,9 +18,9 @@
 
 #include "checkpoint_util.h"
 #include "run_util.h"
-#include "train/checkpoint.h"
-#include "train/optim.h"
-#include "train/safetensors.h"
+#include "train/checkpoint/checkpoint.h"
+#include "train/optim/optim.h"
+#include "train/checkpoint/safetensors.h"
 #include "train/setup.h"
 
 using namespace sf;

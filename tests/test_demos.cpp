@@ -25,7 +25,7 @@
 #include "train/lessons/demo_lookup.h"
 #include "train/lessons/demo_permutation.h"
 #include "train/lessons/demo_scaling.h"
-#include "train/optim.h"
+#include "train/optim/optim.h"
 
 using namespace sf;
 using namespace sf::lessons;

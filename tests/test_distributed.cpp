@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "run_util.h"
-#include "train/safetensors.h"
+#include "train/checkpoint/safetensors.h"
 
 using Catch::Contains;
 

@@ -21,7 +21,7 @@
 #include "train/config.h"
 #include "train/eval/decode.h"
 #include "train/explorer/data.h"
-#include "train/schedule.h"
+#include "train/optim/schedule.h"
 #include "train/setup.h"
 
 using namespace sf;

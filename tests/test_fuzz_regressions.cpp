@@ -24,7 +24,7 @@
 #include "fuzz/fuzz_inputs.h"
 #include "test_util.h"
 #include "train/config.h"
-#include "train/safetensors.h"
+#include "train/checkpoint/safetensors.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// Runs survive interruption (train/checkpoint.h, train/trainer.h, the scratchformer binary):
+// Runs survive interruption (train/checkpoint/checkpoint.h, train/trainer.h, the scratchformer binary):
 //   run.keep_checkpoints keeps checkpoint-last and the K - 1 checkpoints before it, deleting
 //   older ones only after the new one is in place, also across --resume;
 //   SIGKILL at seeded random moments and right inside checkpoint writes: the run directory always
@@ -26,8 +26,8 @@
 #include <thread>
 
 #include "run_util.h"
-#include "train/checkpoint.h"
-#include "train/safetensors.h"
+#include "train/checkpoint/checkpoint.h"
+#include "train/checkpoint/safetensors.h"
 
 extern char** environ;
 

@@ -4,8 +4,8 @@
 #include <cmath>
 
 #include "autograd/node.h"
-#include "train/optim.h"
-#include "train/schedule.h"
+#include "train/optim/optim.h"
+#include "train/optim/schedule.h"
 
 using namespace sf;
 using namespace sf::train;
@@ -97,7 +97,7 @@ TEST_CASE("learning-rate schedules", "[optim][schedule]") {
 }
 
 TEST_CASE("Adam in float32 follows the float64 update", "[optim][adam]") {
-  // The update runs in the parameter's dtype (train/optim.cpp, adam_update). Five steps with the
+  // The update runs in the parameter's dtype (train/optim/optim.cpp, adam_update). Five steps with the
   // same values and gradients in float32 and float64 must agree to float32 rounding: each step
   // moves w by about lr = 1e-2 and rounds it at ~6e-8 relative, so 1e-5 leaves a wide margin
   // and still fails on any formula difference (a dropped bias correction changes w by ~1e-2).
@@ -122,7 +122,7 @@ TEST_CASE("Adam in float32 follows the float64 update", "[optim][adam]") {
 
 TEST_CASE("clip_grad_norm and Adam in one OpenMP region give the same bits on 1 and 2 threads", "[optim][parallel]") {
   // clip_grad_norm, scale_grads and Adam::step each share all the tensors' elements among the
-  // threads in one region (train/optim.cpp). Sizes around kParallelMinElements (65536): a 256 x
+  // threads in one region (train/optim/optim.cpp). Sizes around kParallelMinElements (65536): a 256 x
   // 256 weight, one just above, a bias, a large one. An element skipped or updated twice on 2
   // threads would change the bits.
   const std::vector<Shape> shapes = {{256, 256}, {70001}, {300}, {1024, 200}, {7}};

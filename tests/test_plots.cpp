@@ -15,7 +15,7 @@
 
 #include "train/classroom/plots.h"
 #include "train/config.h"
-#include "train/schedule.h"
+#include "train/optim/schedule.h"
 
 namespace fs = std::filesystem;
 using Catch::Contains;

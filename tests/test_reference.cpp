@@ -37,7 +37,7 @@
 #include "nn/norm.h"
 #include "nn/seq2seq.h"
 #include "test_util.h"
-#include "train/safetensors.h"
+#include "train/checkpoint/safetensors.h"
 
 namespace {
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "test_util.h"
-#include "train/safetensors.h"
+#include "train/checkpoint/safetensors.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// Training end to end (train/trainer.h, train/checkpoint.h, train/optim.h, the scratchformer CLI):
+// Training end to end (train/trainer.h, train/checkpoint/checkpoint.h, train/optim/optim.h, the scratchformer CLI):
 //   a toy task (reverse a word sequence) learned to 100% exact-match greedy decoding on held-out
 //   sequences within a fixed number of steps; overfitting one batch drives the label-smoothed
 //   loss down to its floor, the entropy of the smoothed target distribution; teacher forcing
@@ -33,11 +33,11 @@
 #include "nn/seq2seq.h"
 #include "run_util.h"
 #include "test_util.h"
-#include "train/checkpoint.h"
+#include "train/checkpoint/checkpoint.h"
 #include "train/config.h"
 #include "train/eval/decode.h"
-#include "train/optim.h"
-#include "train/safetensors.h"
+#include "train/optim/optim.h"
+#include "train/checkpoint/safetensors.h"
 #include "train/trainer.h"
 
 using namespace sf;

@@ -42,7 +42,7 @@ Cases (one file each):
                        projection repeated for its query heads) must give the same logits and gradients
 
 The safetensors files are written by tools/torch_model.py's write_safetensors (8-byte little-endian
-header length, JSON header, raw little-endian data, the FNV-1a checksum train/safetensors.h checks),
+header length, JSON header, raw little-endian data, the FNV-1a checksum train/checkpoint/safetensors.h checks),
 so no extra Python package is needed. Re-running gives byte-identical files with the same torch version.
 """
 

@@ -25,7 +25,7 @@ What it mirrors, file by file (the C++ is the definition; this is a second readi
                                              BLOCKED, a row whose keys are all blocked gives zeros
     nn/positional.cpp, nn/embedding.cpp      E[ids] * sqrt(D) + PE[p], PE sin at even, cos at odd dims
     nn/norm.cpp, transformer_layers.cpp      LayerNorm eps 1e-5, RMSNorm eps 1e-6
-    train/safetensors.cpp, checkpoint.cpp    the file format and its FNV-1a checksum
+    train/checkpoint/safetensors.cpp, checkpoint.cpp    the file format and its FNV-1a checksum
     data/tasks.cpp, data/batcher.cpp         src = x (no <s> </s>), tgt_in = <s> y, tgt_out = y </s>;
                                              decoder-only: <s> x <sep> y </s>, loss on y </s> only
     train/eval/decode.cpp, evaluate.cpp      greedy decoding and its length limits, translate_all
@@ -65,7 +65,7 @@ class ToolError(Exception):
 
 
 # ---------------------------------------------------------------------------------------------
-# safetensors (train/safetensors.h): 8-byte little-endian header length N, N bytes of JSON header
+# safetensors (train/checkpoint/safetensors.h): 8-byte little-endian header length N, N bytes of JSON header
 # (padded with spaces so the data starts 8-aligned), then the data section. The checksum metadata
 # "scratchformer.checksum" = "fnv1a64:<16 hex>" is FNV-1a 64 of the data section: the bytes from
 # offset 8 + N to the end of the file, every tensor (optimizer.* included), in file order.
@@ -84,7 +84,7 @@ MASK64 = 0xFFFFFFFFFFFFFFFF
 
 
 def fnv1a64(data):
-    """FNV-1a 64-bit hash of bytes, as Fnv1a64 in train/safetensors.cpp: h = (h XOR byte) * prime
+    """FNV-1a 64-bit hash of bytes, as Fnv1a64 in train/checkpoint/safetensors.cpp: h = (h XOR byte) * prime
     mod 2^64 for each byte. The Python loop is the whole cost (a checkpoint has millions of bytes), so it
     takes 8 bytes per iteration and reduces mod 2^64 once per 8 (the low 64 bits of a product depend
     only on the low 64 bits of its factors, so reducing later gives the same value)."""

@@ -155,7 +155,7 @@ struct RunSection {
   std::int64_t average_last = 0;       // at the end of training, average the weights of the last K kept
                                        // checkpoints (needs keep_checkpoints >= K) into
                                        // checkpoint-average.safetensors and test with it instead of
-                                       // checkpoint-best (train/checkpoint_average.h); 0 = off, e.g. 3
+                                       // checkpoint-best (train/checkpoint/checkpoint_average.h); 0 = off, e.g. 3
 
   bool operator==(const RunSection&) const = default;
 };

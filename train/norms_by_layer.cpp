@@ -6,7 +6,7 @@
 #include <iomanip>
 #include <map>
 
-#include "train/optim.h"  // squared_norm
+#include "train/optim/optim.h"  // squared_norm
 #include "train/run_log.h"  // open_table_for_append
 
 namespace sf::train {

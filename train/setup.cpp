@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "nn/feed_forward.h"
-#include "train/checkpoint.h"
-#include "train/safetensors.h"
+#include "train/checkpoint/checkpoint.h"
+#include "train/checkpoint/safetensors.h"
 #include "train/task.h"
 
 namespace sf::train {

@@ -18,9 +18,9 @@
 #include "autograd/runtime/cpu_features.h"
 #include "autograd/runtime/threads.h"
 #include "data/batcher.h"
-#include "train/checkpoint.h"
-#include "train/checkpoint_average.h"
-#include "train/safetensors.h"
+#include "train/checkpoint/checkpoint.h"
+#include "train/checkpoint/checkpoint_average.h"
+#include "train/checkpoint/safetensors.h"
 #include "train/data_parallel.h"
 #include "train/distributed/distributed.h"
 #include "train/eval/bleu.h"
@@ -28,7 +28,7 @@
 #include "train/eval/evaluate.h"
 #include "train/norms_by_layer.h"
 #include "train/run_log.h"
-#include "train/schedule.h"
+#include "train/optim/schedule.h"
 #include "train/setup.h"
 #include "train/task.h"
 #include "train/training_data.h"
@@ -488,7 +488,7 @@ bool out_of_time(TrainingRun& run) {
 }
 
 // run.average_last = K: the last K kept checkpoints averaged into checkpoint-average
-// (train/checkpoint_average.h), with one line saying which.
+// (train/checkpoint/checkpoint_average.h), with one line saying which.
 void average_last_checkpoints(TrainingRun& run) {
   if (run.cfg.run.average_last <= 0) return;
   const std::vector<std::string> kept = last_kept_checkpoints(run.dir.string(), run.cfg.run.average_last);

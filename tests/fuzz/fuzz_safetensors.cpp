@@ -1,4 +1,4 @@
-// libFuzzer target: train/safetensors.h load_safetensors() on arbitrary bytes.
+// libFuzzer target: train/checkpoint/safetensors.h load_safetensors() on arbitrary bytes.
 //
 // A damaged checkpoint must give a CheckpointError (or another std::exception), never a crash, a
 // sanitizer report, a hang, a leak or an allocation larger than the file. Beyond "does not
@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "fuzz_inputs.h"
-#include "train/safetensors.h"
+#include "train/checkpoint/safetensors.h"
 
 namespace {
 

@@ -9,7 +9,7 @@ every error path is reached from the first run). The input formats are in fuzz_i
 
 Only the standard library: the safetensors files are written by hand, as the format describes
 (8-byte little-endian header length, JSON header padded to 8 bytes, data), with the
-"scratchformer.checksum" metadata that train/safetensors.cpp writes.
+"scratchformer.checksum" metadata that train/checkpoint/safetensors.cpp writes.
 """
 import json
 import pathlib

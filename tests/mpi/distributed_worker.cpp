@@ -33,7 +33,7 @@
 #include "data/tokenizer.h"
 #include "nn/seq2seq.h"
 #include "train/distributed/distributed.h"
-#include "train/optim.h"
+#include "train/optim/optim.h"
 
 using namespace sf;
 using Seq = std::vector<std::int64_t>;

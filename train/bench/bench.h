@@ -112,7 +112,7 @@
 #include "autograd/tensor.h"
 #include "nn/seq2seq.h"
 #include "train/config.h"
-#include "train/optim.h"
+#include "train/optim/optim.h"
 
 namespace sf::train {
 

@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "autograd/check.h"
 #include "autograd/generator.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
@@ -198,9 +199,8 @@ void compare_float32(const GradcheckFn& fast, const GradcheckFn& reference, cons
 GradcheckCase float32_vs_float64(const std::string& variant, const GradcheckFn& fast, const GradcheckFn& reference,
                                  const std::vector<std::string>& names, const std::vector<Tensor>& inputs,
                                  std::uint64_t seed) {
-  if (names.size() != inputs.size())
-    throw std::logic_error("float32_vs_float64 " + variant + ": " + std::to_string(names.size()) + " names for " +
-                           std::to_string(inputs.size()) + " inputs");
+  SF_CHECK(names.size() == inputs.size(), "float32_vs_float64 ", variant, ": ", names.size(), " names for ",
+           inputs.size(), " inputs");
   GradcheckCase c;
   c.variant = variant + ", float32 vs float64";
   c.input_names.push_back("output");
@@ -1209,9 +1209,8 @@ std::string gradcheck_names() {
 std::vector<GradcheckRow> gradcheck_rows(const GradcheckEntry& entry, const std::vector<GradcheckCase>& cases) {
   std::vector<GradcheckRow> rows;
   for (const GradcheckCase& c : cases) {
-    if (c.result.inputs.size() != c.input_names.size())
-      throw std::logic_error("gradcheck " + entry.name + ": " + std::to_string(c.input_names.size()) +
-                             " input names but " + std::to_string(c.result.inputs.size()) + " checked inputs");
+    SF_CHECK(c.result.inputs.size() == c.input_names.size(), "gradcheck ", entry.name, ": ", c.input_names.size(),
+             " input names but ", c.result.inputs.size(), " checked inputs");
     for (std::size_t i = 0; i < c.input_names.size(); ++i) {
       const GradcheckInputReport& r = c.result.inputs[i];
       GradcheckRow row;

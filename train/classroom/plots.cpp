@@ -17,7 +17,7 @@
 #include <stdexcept>
 
 #include "nn/positional.h"
-#include "train/schedule.h"
+#include "train/optim/schedule.h"
 
 namespace sf::train {
 namespace {

@@ -51,7 +51,7 @@ std::string attention_heatmaps_svg(const std::vector<Heatmap>& maps, int columns
 //      skipped for a non-finite gradient (red ticks on the top edge);
 //   2. validation BLEU (line with dots) and test BLEU (diamond);
 //   3. learning rate: when the run directory holds the config.toml the trainer saves, its
-//      schedule (train/schedule.h) at every step up to the last logged one, beside the logged
+//      schedule (train/optim/schedule.h) at every step up to the last logged one, beside the logged
 //      values (every log_every steps, which can miss the peak at the end of the warmup); a note
 //      under the panel gives the peak and says which of the two it comes from.
 // When a resumed run logs a step again, the later rows replace the earlier ones from that step

@@ -16,6 +16,7 @@
 #include <stdexcept>
 #include <system_error>
 
+#include "autograd/check.h"
 #include "train/classroom/lang.h"
 
 namespace sf::train {
@@ -235,7 +236,7 @@ void SvgWriter::begin_group(const std::string& css_class) {
 }
 
 void SvgWriter::end_group() {
-  if (open_groups_ == 0) throw std::logic_error("SvgWriter::end_group: no group is open");
+  SF_CHECK(open_groups_ > 0, "SvgWriter::end_group: no group is open");
   body_ += "</g>\n";
   --open_groups_;
 }

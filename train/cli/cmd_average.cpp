@@ -1,6 +1,6 @@
 // `scratchformer average --out FILE CKPT...`: the element-wise mean of the weights of several
 // checkpoints of one model, written as a checkpoint that translate and eval load
-// (train/checkpoint_average.h). Typically the last few of a run (run.keep_checkpoints = K):
+// (train/checkpoint/checkpoint_average.h). Typically the last few of a run (run.keep_checkpoints = K):
 //   scratchformer average --out runs/x/checkpoint-average.safetensors
 //       runs/x/checkpoint-last.safetensors runs/x/checkpoint-step-00*.safetensors   (one line)
 #include <filesystem>
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "train/checkpoint_average.h"
+#include "train/checkpoint/checkpoint_average.h"
 #include "train/cli/commands.h"
 #include "train/setup.h"
 

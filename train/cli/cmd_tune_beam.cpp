@@ -1,14 +1,14 @@
 // `scratchformer tune-beam --checkpoint FILE [--beam 4] [--penalties 0.6,0.8,...]`: beam search's
 // length penalty picked on the valid set of the checkpoint's config, and recorded in its config
 // (train.valid_beam, train.valid_length_penalty), so that translate and eval use it and the test
-// score is never tuned on test (train/beam_tuning.h).
+// score is never tuned on test (train/checkpoint/beam_tuning.h).
 #include <climits>
 #include <iostream>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "train/beam_tuning.h"
+#include "train/checkpoint/beam_tuning.h"
 #include "train/cli/cli_util.h"
 #include "train/cli/commands.h"
 

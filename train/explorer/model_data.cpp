@@ -2,7 +2,7 @@
 // one traced training step and the lessons, each as JSON. Every number comes from the code the
 // command-line tools use: the decoders of train/eval (decode.h, generate.h), the attention
 // weights nn/attention.h captures (as `scratchformer attention` draws them), the trace hooks of
-// train/classroom/trace.h, the schedule of train/schedule.h, nn's positional tables and RoPE,
+// train/classroom/trace.h, the schedule of train/optim/schedule.h, nn's positional tables and RoPE,
 // and the loss's label smoothing (autograd/ops.h cross_entropy).
 //
 // Letters: S source length, T target length, P prompt length, L layers, H heads, V vocabulary,
@@ -17,6 +17,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "autograd/check.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
 #include "data/batcher.h"
@@ -28,7 +29,7 @@
 #include "nn/positional.h"
 #include "nn/relative_positions.h"
 #include "nn/seq2seq.h"
-#include "train/checkpoint.h"
+#include "train/checkpoint/checkpoint.h"
 #include "train/classroom/attention_figures.h"
 #include "train/classroom/trace.h"
 #include "train/eval/decode.h"
@@ -36,7 +37,7 @@
 #include "train/eval/generate.h"
 #include "train/eval/sampling.h"
 #include "train/run_log.h"
-#include "train/schedule.h"
+#include "train/optim/schedule.h"
 #include "train/task.h"
 #include "train/training_data.h"
 
@@ -356,7 +357,8 @@ struct KeptOutputs {
 
 Json step_entries(const train::ModuleTrace& trace, const KeptOutputs& kept, const nn::Model& model, std::int64_t n) {
   const auto& rows = trace.forward_rows();
-  if (rows.size() != kept.outputs.size()) throw std::runtime_error("step: the trace and the kept outputs disagree");
+  SF_CHECK(rows.size() == kept.outputs.size(), "step: the trace has ", rows.size(), " rows, the kept outputs ",
+           kept.outputs.size());
   Json modules = Json::array(), gradients = Json::array(), parameters = Json::array();
   for (std::size_t i = 0; i < rows.size(); ++i) modules.push_back(tensor_entry(rows[i], kept.outputs[i], n));
   const std::vector<train::TraceRow> grad_rows = trace.gradient_rows();  // reverse order, calls with a gradient

@@ -12,6 +12,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "autograd/check.h"
 #include "train/explorer/api.h"  // kMaxReportSentences, kMaxTextBytes
 #include "train/explorer/assets.h"
 #include "train/explorer/data.h"
@@ -105,13 +106,13 @@ std::string escape_for_script(std::string text) {
 
 void replace_once(std::string& html, const std::string& from, const std::string& to) {
   const std::size_t at = html.find(from);
-  if (at == std::string::npos) throw std::runtime_error("report: the embedded index.html has no " + from);
+  SF_CHECK(at != std::string::npos, "report: the embedded index.html has no ", from);
   html.replace(at, from.size(), to);
 }
 
 std::string asset_text(std::string_view name) {
   const Asset* a = find_asset(name);
-  if (!a) throw std::runtime_error("report: the embedded page has no " + std::string(name));
+  SF_CHECK(a != nullptr, "report: the embedded page has no ", name);
   return std::string(a->bytes);
 }
 
@@ -161,8 +162,8 @@ std::string report_html(const Json& data) {
                                   escape_for_script(data.dump(-1, ' ', false, Json::error_handler_t::replace)) + ";</script>\n";
   replace_once(html, R"(<script src="/static/i18n.js"></script>)", data_script + "<script>\n" + escape_for_script(asset_text("i18n.js")) + "</script>");
   replace_once(html, R"(<script src="/static/app.js"></script>)", "<script>\n" + escape_for_script(asset_text("app.js")) + "</script>");
-  if (html.find("/static/") != std::string::npos)
-    throw std::runtime_error("report: the embedded index.html links a /static/ file the report does not inline");
+  SF_CHECK(html.find("/static/") == std::string::npos,
+           "report: the embedded index.html links a /static/ file the report does not inline");
   return html;
 }
 

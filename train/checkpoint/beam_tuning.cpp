@@ -1,13 +1,13 @@
 // Picking beam search's length penalty on the valid set (see beam_tuning.h).
-#include "train/beam_tuning.h"
+#include "train/checkpoint/beam_tuning.h"
 
 #include <cstdio>
 #include <stdexcept>
 
-#include "train/checkpoint.h"
+#include "train/checkpoint/checkpoint.h"
 #include "train/eval/chrf.h"
 #include "train/eval/evaluate.h"
-#include "train/safetensors.h"
+#include "train/checkpoint/safetensors.h"
 #include "train/training_data.h"
 
 namespace sf::train {

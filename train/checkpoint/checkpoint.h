@@ -26,7 +26,7 @@
 
 #include "autograd/generator.h"
 #include "nn/module.h"
-#include "train/optim.h"
+#include "train/optim/optim.h"
 
 namespace sf::train {
 

@@ -1,10 +1,11 @@
-#include "train/optim.h"
+#include "train/optim/optim.h"
 
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <vector>
 
+#include "autograd/check.h"
 #include "autograd/kernels.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
@@ -16,9 +17,8 @@ namespace {
 Tensor grad_of(const Tensor& p) {
   Tensor g = p.grad();
   if (!g.defined()) return g;
-  if (g.dtype() != p.dtype() || g.shape() != p.shape())
-    throw std::logic_error("optimizer: gradient of shape " + shape_str(g.shape()) + " for a parameter of shape " +
-                           shape_str(p.shape()));
+  SF_CHECK(g.dtype() == p.dtype() && g.shape() == p.shape(), "optimizer: gradient ", dtype_name(g.dtype()), " ",
+           g.shape(), " for a parameter ", dtype_name(p.dtype()), " ", p.shape());
   return g.contiguous();
 }
 

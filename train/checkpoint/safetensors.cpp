@@ -7,7 +7,7 @@
 // Loading checks the header completely (types, dtypes, shapes against offsets, offsets tiling the
 // data section) before allocating any tensor, so a damaged file can never make us allocate more
 // than the file holds or read past its end.
-#include "train/safetensors.h"
+#include "train/checkpoint/safetensors.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -1,11 +1,11 @@
-#include "train/checkpoint.h"
+#include "train/checkpoint/checkpoint.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <sstream>
 
-#include "train/safetensors.h"
+#include "train/checkpoint/safetensors.h"
 
 namespace sf::train {
 

@@ -1,6 +1,6 @@
 // Checkpoint averaging (see checkpoint_average.h): read each checkpoint once, check it against the
 // first, add its weights into float64 sums, and write sums / K with the first one's metadata.
-#include "train/checkpoint_average.h"
+#include "train/checkpoint/checkpoint_average.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -9,9 +9,9 @@
 #include <stdexcept>
 #include <utility>
 
-#include "train/checkpoint.h"
+#include "train/checkpoint/checkpoint.h"
 #include "train/config.h"
-#include "train/safetensors.h"
+#include "train/checkpoint/safetensors.h"
 #include "train/setup.h"
 
 namespace sf::train {

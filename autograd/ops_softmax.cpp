@@ -58,18 +58,13 @@ void softmax_forward_kernel(const T* x, T* y, RowLayout l, bool log) {
       for (std::int64_t j = 0; j < l.n; ++j) y[base + j * l.inner] = fill;
       continue;
     }
-    double s = 0;  // accumulated in double: float32 rows of 32k terms stay accurate
-    if (log) {
-      for (std::int64_t j = 0; j < l.n; ++j) s += std::exp(x[base + j * l.inner] - m);
-      const T log_s = static_cast<T>(std::log(s));
-      for (std::int64_t j = 0; j < l.n; ++j) y[base + j * l.inner] = x[base + j * l.inner] - m - log_s;
-    } else {
-      for (std::int64_t j = 0; j < l.n; ++j) {  // y holds exp(x - m) until divided by s
-        y[base + j * l.inner] = std::exp(x[base + j * l.inner] - m);
-        s += y[base + j * l.inner];
-      }
-      const T inv_s = static_cast<T>(1.0 / s);
-      for (std::int64_t j = 0; j < l.n; ++j) y[base + j * l.inner] *= inv_s;
+    // The row in double, each output rounded to T once: float32 rows of 32k terms stay accurate.
+    double s = 0;
+    for (std::int64_t j = 0; j < l.n; ++j) s += std::exp(static_cast<double>(x[base + j * l.inner]) - m);
+    const double log_s = std::log(s);
+    for (std::int64_t j = 0; j < l.n; ++j) {
+      const double x_minus_m = static_cast<double>(x[base + j * l.inner]) - m;
+      y[base + j * l.inner] = static_cast<T>(log ? x_minus_m - log_s : std::exp(x_minus_m) / s);
     }
   }
 }
@@ -81,7 +76,8 @@ template <class T>
 void softmax_backward_kernel(const T* y, const T* grad_output, T* gx, RowLayout l, bool log) {
   // EXERCISE(softmax): grad_x of softmax (log == false) and of log_softmax (log == true) for each
   // row (o, ., i) of the (outer, n, inner) layout (element (o, j, i) at o*n*inner + j*inner + i),
-  // with the formulas above: one pass for the row's sum (in double), one to write gx.
+  // with the formulas above: one pass for the row's sum (in double), one to write gx (in double,
+  // rounded to T once).
   // BEGIN SOLUTION
   const std::int64_t rows = l.outer * l.inner;
 #pragma omp parallel for if (rows * l.n > kParallelMinElements)
@@ -92,10 +88,10 @@ void softmax_backward_kernel(const T* y, const T* grad_output, T* gx, RowLayout 
       const std::int64_t e = base + j * l.inner;
       dot += log ? static_cast<double>(grad_output[e]) : static_cast<double>(grad_output[e]) * y[e];
     }
-    const T c = static_cast<T>(dot);
-    for (std::int64_t j = 0; j < l.n; ++j) {
+    for (std::int64_t j = 0; j < l.n; ++j) {  // in double, rounded to T once
       const std::int64_t e = base + j * l.inner;
-      gx[e] = log ? grad_output[e] - std::exp(y[e]) * c : y[e] * (grad_output[e] - c);
+      const double g = grad_output[e], yj = y[e];
+      gx[e] = static_cast<T>(log ? g - std::exp(yj) * dot : yj * (g - dot));
     }
   }
   // END SOLUTION

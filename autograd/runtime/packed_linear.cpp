@@ -197,7 +197,7 @@ PackedWeight pack_weight_bf16(const float* w, std::int64_t n, std::int64_t k) {
 void packed_linear(const float* x, std::int64_t m, const PackedWeight& w, float* y, bool accumulate) {
   const std::int64_t panels = w.panels();
   const bool small = m * w.n * w.k < kGemmParallelMinMacs;
-  const int threads =
+  [[maybe_unused]] const int threads =  // (unused where pragmas are off: the reference build)
       omp_in_parallel() || small ? 1 : static_cast<int>(std::min<std::int64_t>(omp_get_max_threads(), panels));
   if (!w.bf16) {
     // Each panel is whole on one thread, so the split changes no sum.

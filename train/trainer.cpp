@@ -417,48 +417,65 @@ bool report_skipped(TrainingRun& run, const StepResult& r) {
   return true;
 }
 
-// The terminal's progress bar (or, on log steps without a terminal, a line) and metrics.tsv's
-// row for the step just taken.
-void log_step(TrainingRun& run, const StepResult& r, bool log_now) {
-  TrainingState& st = run.st;
-  const Config& cfg = run.cfg;
+// Tokens per second over the interval since the last log line, the run's ETA, and (data-parallel)
+// the share of that interval spent in the gradient allreduce.
+struct StepRates {
+  double tok_per_s = 0, eta = 0, allreduce_share = NAN;
+};
+
+StepRates step_rates(const TrainingRun& run) {
+  StepRates rates;
   const double now = std::chrono::duration<double>(Clock::now() - run.session_start).count();
-  st.elapsed_seconds = run.elapsed_before + now;
-  const double per_step = now / static_cast<double>(st.step - run.start_step);
-  const double eta = per_step * static_cast<double>(cfg.train.max_steps - st.step);
+  const double per_step = now / static_cast<double>(run.st.step - run.start_step);
+  rates.eta = per_step * static_cast<double>(run.cfg.train.max_steps - run.st.step);
   const double interval_s = std::chrono::duration<double>(Clock::now() - run.interval_start).count();
-  const double tok_per_s = interval_s > 0 ? static_cast<double>(run.interval_tokens) / interval_s : 0;
-  const bool parallel = run.parallel.active();
-  const double allreduce_share =
-      parallel && interval_s > 0 ? (run.parallel.allreduce_seconds() - run.interval_allreduce_start) / interval_s : NAN;
-  if (run.progress.tty()) {
-    std::ostringstream os;
-    os << "step " << st.step << "/" << cfg.train.max_steps << " | epoch " << run.epoch() + 1 << " | loss " << std::fixed
-       << std::setprecision(3) << r.loss << " | lr " << std::scientific << std::setprecision(2) << r.lr << " | " << std::fixed
-       << std::setprecision(0) << tok_per_s << " tok/s | ETA " << format_duration(eta);
-    if (parallel)  // data-parallel: tokens/s of all ranks together
-      os << " | " << world_size() << " ranks, allreduce " << std::setprecision(1) << 100 * allreduce_share << "%";
-    run.progress.bar(os.str());
-  }
-  if (!log_now) return;
-  // loss and nll of this step's batches (the same data, so they compare); tokens/s over the
-  // interval since the last log line
-  run.metrics->row(st.step, run.epoch(), "train", r.loss, r.nll, r.lr, tok_per_s, r.grad_norm, NAN, st.elapsed_seconds,
-                   allreduce_share);
+  if (interval_s > 0) rates.tok_per_s = static_cast<double>(run.interval_tokens) / interval_s;
+  if (run.parallel.active() && interval_s > 0)
+    rates.allreduce_share = (run.parallel.allreduce_seconds() - run.interval_allreduce_start) / interval_s;
+  return rates;
+}
+
+// The terminal's progress bar after every step.
+void show_progress_bar(TrainingRun& run, const StepResult& r) {
+  const StepRates rates = step_rates(run);
+  std::ostringstream os;
+  os << "step " << run.st.step << "/" << run.cfg.train.max_steps << " | epoch " << run.epoch() + 1 << " | loss "
+     << std::fixed << std::setprecision(3) << r.loss << " | lr " << std::scientific << std::setprecision(2) << r.lr
+     << " | " << std::fixed << std::setprecision(0) << rates.tok_per_s << " tok/s | ETA " << format_duration(rates.eta);
+  if (run.parallel.active())  // data-parallel: tokens/s of all ranks together
+    os << " | " << world_size() << " ranks, allreduce " << std::setprecision(1) << 100 * rates.allreduce_share << "%";
+  run.progress.bar(os.str());
+}
+
+// A log step: metrics.tsv's row, the layer norms, and without a terminal a log line. The loss and
+// nll are this step's batches' (the same data, so they compare); tokens/s are over the interval.
+void write_log(TrainingRun& run, const StepResult& r) {
+  const TrainingState& st = run.st;
+  const StepRates rates = step_rates(run);
+  run.metrics->row(st.step, run.epoch(), "train", r.loss, r.nll, r.lr, rates.tok_per_s, r.grad_norm, NAN,
+                   st.elapsed_seconds, rates.allreduce_share);
   run.layer_norms->rows(st.step, r.layers);
   if (!run.progress.tty()) {
     std::ostringstream os;
-    os << "step " << st.step << "/" << cfg.train.max_steps << " epoch " << run.epoch() + 1 << " loss " << std::fixed
+    os << "step " << st.step << "/" << run.cfg.train.max_steps << " epoch " << run.epoch() + 1 << " loss " << std::fixed
        << std::setprecision(3) << r.loss << " nll " << r.nll << " ppl " << std::setprecision(2) << std::exp(r.nll) << " lr "
-       << std::scientific << std::setprecision(2) << r.lr << " " << std::fixed << std::setprecision(0) << tok_per_s
-       << " tok/s ETA " << format_duration(eta);
-    if (parallel)  // tokens/s above are all ranks' together
-      os << " (" << world_size() << " ranks, allreduce " << std::setprecision(1) << 100 * allreduce_share << "% of the time)";
+       << std::scientific << std::setprecision(2) << r.lr << " " << std::fixed << std::setprecision(0) << rates.tok_per_s
+       << " tok/s ETA " << format_duration(rates.eta);
+    if (run.parallel.active())  // tokens/s above are all ranks' together
+      os << " (" << world_size() << " ranks, allreduce " << std::setprecision(1) << 100 * rates.allreduce_share
+         << "% of the time)";
     run.progress.line(os.str());
   }
   run.interval_tokens = 0;
   run.interval_start = Clock::now();
   run.interval_allreduce_start = run.parallel.allreduce_seconds();
+}
+
+// After each step: the elapsed time, the progress bar on a terminal, and on log steps the log.
+void log_step(TrainingRun& run, const StepResult& r, bool log_now) {
+  run.st.elapsed_seconds = run.elapsed_before + std::chrono::duration<double>(Clock::now() - run.session_start).count();
+  if (run.progress.tty()) show_progress_bar(run, r);
+  if (log_now) write_log(run, r);
 }
 
 // Log every log_every steps, and also the first steps of a session (steps 1 and 10), so a run

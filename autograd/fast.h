@@ -95,4 +95,26 @@ bool sum(const Tensor& x, const std::vector<bool>& mask, double* acc);
 bool dropout_forward(std::uint64_t key, std::uint64_t threshold, const Tensor& x, bool* keep, Tensor& out, double scale);
 bool dropout_backward(const bool* keep, double scale, const Tensor& grad_output, Tensor& grad_x);
 
+// ---- the optimizer's loops over every parameter (train/optim/optim.cpp; runtime/fast_optim.cpp) --
+// One OpenMP region for all the tensors, the threads sharing each tensor's elements, so the many
+// small tensors (biases, norms) do not leave a thread idle; sums in fixed chunks of every tensor in
+// one loop. float32 tensors only, contiguous.
+struct AdamTensors {  // one parameter: its weights, gradient and the two moments, n elements each
+  float* w;
+  const float* grad;
+  float* m;
+  float* v;
+  std::int64_t n;
+};
+struct AdamStep {  // the numbers one Adam step shares across all parameters
+  double lr = 0, beta1 = 0, beta2 = 0, eps = 0, weight_decay = 0;
+  bool decoupled = false;                             // AdamW
+  double bias_correction1 = 1, bias_correction2 = 1;  // 1 - b1^t, 1 - b2^t
+};
+bool adam(const std::vector<AdamTensors>& tensors, const AdamStep& step);
+// sums[i] = the sum of tensors[i]'s squares, in double.
+bool sums_of_squares(const std::vector<Tensor>& tensors, std::vector<double>& sums);
+// Every tensor multiplied by factor, in place.
+bool scale(const std::vector<Tensor>& tensors, double factor);
+
 }  // namespace sf::fast

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "autograd/check.h"
+#include "autograd/fast.h"
 #include "autograd/kernels.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
@@ -58,13 +59,6 @@ Adam::Adam(NamedParameters params, double beta1, double beta2, double eps, doubl
 
 namespace {
 
-// The numbers one Adam step shares across all parameter tensors.
-struct AdamStepConstants {
-  double lr = 0, beta1 = 0, beta2 = 0, eps = 0, weight_decay = 0;
-  bool decoupled = false;
-  double bias_correction1 = 1, bias_correction2 = 1;  // 1 - b1^t, 1 - b2^t
-};
-
 // One Adam update of one parameter tensor, element by element (n elements, all contiguous):
 //   g <- g + wd * w                 (Adam's L2 penalty, when not decoupled)
 //   m <- b1 m + (1 - b1) g          first moment
@@ -72,21 +66,15 @@ struct AdamStepConstants {
 //   w <- w - lr wd w                (AdamW's decay, when decoupled)
 //   w <- w - step_size * m / (sqrt(v) / sqrt(bc2) + eps),   step_size = lr / bc1
 // with the bias corrections bc1 = 1 - b1^t, bc2 = 1 - b2^t. This is PyTorch's arrangement of
-// the formula. It runs in the parameter's own dtype (float32 for a float32 model, as PyTorch
-// does), so the compiler can vectorise the loop: 8-16 floats per instruction, sqrt and divide
-// included.
-// The loop is an orphaned `omp for ... nowait`: called inside Adam::step's one parallel region,
-// each thread takes its share of this tensor and goes on to the next tensor without waiting.
-// Each element is computed alone, so the result is the same on any number of threads.
+// the formula, in the parameter's own dtype (float32 for a float32 model, as PyTorch does).
 template <class T>
-void adam_update(T* w, const T* grad, T* m_state, T* v_state, std::int64_t n, const AdamStepConstants& c) {
+void adam_update(T* w, const T* grad, T* m_state, T* v_state, std::int64_t n, const fast::AdamStep& c) {
   const T b1 = static_cast<T>(c.beta1), b2 = static_cast<T>(c.beta2), eps = static_cast<T>(c.eps);
   const T one_minus_b1 = static_cast<T>(1 - c.beta1), one_minus_b2 = static_cast<T>(1 - c.beta2);
   const T l2 = c.decoupled ? T(0) : static_cast<T>(c.weight_decay);
   const T keep = c.decoupled ? static_cast<T>(1 - c.lr * c.weight_decay) : T(1);  // AdamW: w *= 1 - lr wd
   const T step_size = static_cast<T>(c.lr / c.bias_correction1);
   const T inv_sqrt_bc2 = static_cast<T>(1 / std::sqrt(c.bias_correction2));
-#pragma omp for simd schedule(static) nowait
   for (std::int64_t k = 0; k < n; ++k) {
     const T g = grad[k] + l2 * w[k];
     const T m = b1 * m_state[k] + one_minus_b1 * g;
@@ -102,40 +90,35 @@ void adam_update(T* w, const T* grad, T* m_state, T* v_state, std::int64_t n, co
 void Adam::step(double lr) {
   NoGradGuard no_grad;
   ++steps_;
-  AdamStepConstants c;
-  c.lr = lr;
-  c.beta1 = beta1_;
-  c.beta2 = beta2_;
-  c.eps = eps_;
-  c.weight_decay = weight_decay_;
-  c.decoupled = decoupled_;
-  c.bias_correction1 = 1.0 - std::pow(beta1_, static_cast<double>(steps_));
-  c.bias_correction2 = 1.0 - std::pow(beta2_, static_cast<double>(steps_));
-  // Every tensor's update in one OpenMP region, the threads sharing each tensor's elements
-  // (adam_update). A region per tensor would keep the tensors of at most kParallelMinElements
-  // elements -- each 256 x 256 weight of the bench model, a third of its parameters -- on one
-  // thread while the others wait.
-  struct Update {
-    std::size_t i;  // params_[i]
-    Tensor grad;
-  };
-  std::vector<Update> updates;
-  std::int64_t elements = 0;
-  for (std::size_t i = 0; i < params_.size(); ++i) {
-    Tensor g = grad_of(params_[i].second);
-    if (!g.defined()) continue;
-    dispatch_float(g.dtype(), "Adam::step", [](auto) {});  // throws here, not inside the region
-    elements += g.numel();
-    updates.push_back({i, std::move(g)});
-  }
-#pragma omp parallel if (elements > kParallelMinElements)
-  for (const Update& u : updates) {
-    const Tensor& p = params_[u.i].second;
+  const fast::AdamStep c{lr, beta1_, beta2_, eps_, weight_decay_, decoupled_,
+                         1.0 - std::pow(beta1_, static_cast<double>(steps_)),
+                         1.0 - std::pow(beta2_, static_cast<double>(steps_))};
+  std::vector<std::size_t> updated;  // params_[i] with a gradient
+  std::vector<Tensor> grads;         // their gradients, contiguous
+  for (std::size_t i = 0; i < params_.size(); ++i)
+    if (Tensor g = grad_of(params_[i].second); g.defined()) updated.push_back(i), grads.push_back(std::move(g));
+  if (fast::kEnabled && adam_fast(updated, grads, c)) return;
+  for (std::size_t j = 0; j < updated.size(); ++j) {
+    const Tensor& p = params_[updated[j]].second;
     dispatch_float(p.dtype(), "Adam::step", [&](auto tag) {
       using T = decltype(tag);
-      adam_update<T>(p.data<T>(), u.grad.data<T>(), m_[u.i].data<T>(), v_[u.i].data<T>(), p.numel(), c);
+      adam_update<T>(p.data<T>(), grads[j].data<T>(), m_[updated[j]].data<T>(), v_[updated[j]].data<T>(), p.numel(), c);
     });
   }
+}
+
+// The same update through the fast kernel (fast::adam: one region for all the tensors), when
+// every parameter is float32.
+bool Adam::adam_fast(const std::vector<std::size_t>& updated, const std::vector<Tensor>& grads,
+                     const fast::AdamStep& c) {
+  std::vector<fast::AdamTensors> tensors;
+  for (std::size_t j = 0; j < updated.size(); ++j) {
+    const Tensor& p = params_[updated[j]].second;
+    if (p.dtype() != Dtype::Float32) return false;
+    tensors.push_back({p.data<float>(), grads[j].data<float>(), m_[updated[j]].data<float>(),
+                       v_[updated[j]].data<float>(), p.numel()});
+  }
+  return fast::adam(tensors, c);
 }
 
 std::map<std::string, Tensor> Adam::state() const {
@@ -206,49 +189,17 @@ void SGD::load_state(const std::map<std::string, Tensor>& state) {
 
 namespace {
 
-// Sums of squares are taken in fixed chunks of this many elements (see sums_of_squares).
-constexpr std::int64_t kSquaresChunk = 16384;
-
-// sum of x[k]^2 over [begin, end), in double, in SIMD lanes.
-template <class T>
-double chunk_sum_of_squares(const T* x, std::int64_t begin, std::int64_t end) {
-  double s = 0;
-#pragma omp simd reduction(+ : s)
-  for (std::int64_t k = begin; k < end; ++k) s += static_cast<double>(x[k]) * static_cast<double>(x[k]);
-  return s;
-}
-
 // sum_k x[k]^2 in double for each tensor (contiguous, float32 or float64; `who` names the caller
-// in the error for any other dtype). Each tensor is cut into fixed chunks of kSquaresChunk, the
-// chunks of all the tensors run in one OpenMP loop, and each tensor's chunk sums are added in
-// chunk order, so the result is the same for any thread count (it depends only on the sizes).
-// The embedding's gradient alone is 2M numbers in the bench model; one loop for all the tensors
-// keeps those of at most 4 chunks (a 256 x 256 weight) off a single thread.
+// in the error for any other dtype), in tensor order.
 std::vector<double> sums_of_squares(const std::vector<Tensor>& tensors, const char* who) {
-  struct Chunk {
-    std::size_t tensor;  // tensors[tensor]
-    std::int64_t begin, end;
-  };
-  std::vector<Chunk> chunks;
-  for (std::size_t t = 0; t < tensors.size(); ++t) {
-    dispatch_float(tensors[t].dtype(), who, [](auto) {});  // throws here, not inside the loop
-    const std::int64_t n = tensors[t].numel();
-    for (std::int64_t begin = 0; begin < n; begin += kSquaresChunk)
-      chunks.push_back({t, begin, std::min(n, begin + kSquaresChunk)});
-  }
-  std::vector<double> partial(chunks.size(), 0.0);
-  const std::int64_t count = static_cast<std::int64_t>(chunks.size());
-#pragma omp parallel for schedule(static) if (count > 4)
-  for (std::int64_t i = 0; i < count; ++i) {
-    const Chunk& ch = chunks[static_cast<std::size_t>(i)];
-    const Tensor& x = tensors[ch.tensor];
-    partial[static_cast<std::size_t>(i)] = dispatch_float(x.dtype(), who, [&](auto tag) {
-      using T = decltype(tag);
-      return chunk_sum_of_squares(x.data<T>(), ch.begin, ch.end);
-    });
-  }
   std::vector<double> sums(tensors.size(), 0.0);
-  for (std::size_t i = 0; i < chunks.size(); ++i) sums[chunks[i].tensor] += partial[i];
+  if (fast::kEnabled && fast::sums_of_squares(tensors, sums)) return sums;
+  for (std::size_t t = 0; t < tensors.size(); ++t)
+    dispatch_float(tensors[t].dtype(), who, [&](auto tag) {
+      using T = decltype(tag);
+      const T* x = tensors[t].data<T>();
+      for (std::int64_t k = 0, n = tensors[t].numel(); k < n; ++k) sums[t] += static_cast<double>(x[k]) * x[k];
+    });
   return sums;
 }
 
@@ -270,12 +221,10 @@ double clip_grad_norm(const NamedParameters& params, double max_norm) {
   return norm;
 }
 
-// Every gradient scaled in place in one OpenMP region, the threads sharing each tensor's
-// elements (an orphaned `omp for ... nowait` per tensor, as in Adam::step).
+// Every gradient multiplied by factor, in place (or replaced, where it may share memory).
 void scale_grads(const NamedParameters& params, double factor) {
   NoGradGuard no_grad;
   std::vector<Tensor> in_place;
-  std::int64_t elements = 0;
   for (const auto& [_, p] : params) {
     Tensor g = p.grad();
     if (!g.defined()) continue;
@@ -284,21 +233,16 @@ void scale_grads(const NamedParameters& params, double factor) {
       p.impl()->grad = mul(g, factor).impl_ptr();
       continue;
     }
-    dispatch_float(g.dtype(), "scale_grads", [](auto) {});  // throws here, not inside the region
-    elements += g.numel();
+    dispatch_float(g.dtype(), "scale_grads", [](auto) {});  // only float tensors have gradients
     in_place.push_back(std::move(g));
   }
-#pragma omp parallel if (elements > kParallelMinElements)
-  for (const Tensor& g : in_place) {
+  if (fast::kEnabled && fast::scale(in_place, factor)) return;
+  for (const Tensor& g : in_place)
     dispatch_float(g.dtype(), "scale_grads", [&](auto tag) {
       using T = decltype(tag);
       T* pg = g.data<T>();
-      const std::int64_t n = g.numel();
-      const T f = static_cast<T>(factor);
-#pragma omp for simd schedule(static) nowait
-      for (std::int64_t k = 0; k < n; ++k) pg[k] *= f;
+      for (std::int64_t k = 0, n = g.numel(); k < n; ++k) pg[k] *= static_cast<T>(factor);
     });
-  }
 }
 
 }  // namespace sf::train

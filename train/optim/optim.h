@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "autograd/fast.h"
 #include "autograd/tensor.h"
 #include "nn/module.h"
 
@@ -56,6 +57,7 @@ class Adam : public Optimizer {
   void load_state(const std::map<std::string, Tensor>& state) override;
 
  private:
+  bool adam_fast(const std::vector<std::size_t>& updated, const std::vector<Tensor>& grads, const fast::AdamStep& c);
   double beta1_, beta2_, eps_, weight_decay_;
   bool decoupled_;
   std::vector<Tensor> m_, v_;  // same shapes and dtypes as the parameters

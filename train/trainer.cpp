@@ -436,8 +436,7 @@ StepRates step_rates(const TrainingRun& run) {
 }
 
 // The terminal's progress bar after every step.
-void show_progress_bar(TrainingRun& run, const StepResult& r) {
-  const StepRates rates = step_rates(run);
+void show_progress_bar(TrainingRun& run, const StepResult& r, const StepRates& rates) {
   std::ostringstream os;
   os << "step " << run.st.step << "/" << run.cfg.train.max_steps << " | epoch " << run.epoch() + 1 << " | loss "
      << std::fixed << std::setprecision(3) << r.loss << " | lr " << std::scientific << std::setprecision(2) << r.lr
@@ -449,9 +448,8 @@ void show_progress_bar(TrainingRun& run, const StepResult& r) {
 
 // A log step: metrics.tsv's row, the layer norms, and without a terminal a log line. The loss and
 // nll are this step's batches' (the same data, so they compare); tokens/s are over the interval.
-void write_log(TrainingRun& run, const StepResult& r) {
+void write_log(TrainingRun& run, const StepResult& r, const StepRates& rates) {
   const TrainingState& st = run.st;
-  const StepRates rates = step_rates(run);
   run.metrics->row(st.step, run.epoch(), "train", r.loss, r.nll, r.lr, rates.tok_per_s, r.grad_norm, NAN,
                    st.elapsed_seconds, rates.allreduce_share);
   run.layer_norms->rows(st.step, r.layers);
@@ -474,8 +472,10 @@ void write_log(TrainingRun& run, const StepResult& r) {
 // After each step: the elapsed time, the progress bar on a terminal, and on log steps the log.
 void log_step(TrainingRun& run, const StepResult& r, bool log_now) {
   run.st.elapsed_seconds = run.elapsed_before + std::chrono::duration<double>(Clock::now() - run.session_start).count();
-  if (run.progress.tty()) show_progress_bar(run, r);
-  if (log_now) write_log(run, r);
+  if (!run.progress.tty() && !log_now) return;
+  const StepRates rates = step_rates(run);  // one measurement for the bar and the log row
+  if (run.progress.tty()) show_progress_bar(run, r, rates);
+  if (log_now) write_log(run, r, rates);
 }
 
 // Log every log_every steps, and also the first steps of a session (steps 1 and 10), so a run

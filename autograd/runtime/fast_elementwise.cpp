@@ -70,8 +70,9 @@ void dropout_forward_block(std::uint64_t key, std::uint32_t max_dropped, T scale
   }
 }
 
-// The forward kernel of ops_dropout.cpp: fills the mask and the output in one threaded pass over blocks. Every
-// element depends only on (key, its position), so any thread count gives the same result.
+// The forward kernel of ops_dropout.cpp: fills the mask and the output in one threaded pass over
+// blocks. Every element depends only on (key, its position), so any thread count gives the same
+// result.
 // x, keep, out: contiguous, n elements.
 template <class T>
 void dropout_forward_kernel(std::uint64_t key, std::uint64_t threshold, T scale, const T* x, bool* keep, T* out,

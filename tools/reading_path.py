@@ -666,8 +666,12 @@ def main():
                     help="print a measurement saved before (BUILD/reading-path.json, --json) instead of measuring")
     args = ap.parse_args()
     if args.from_json:
-        with open(args.from_json) as f:
-            result = json.load(f)
+        try:
+            with open(args.from_json) as f:
+                result = json.load(f)
+            result["step"], result["command"]
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            fail(f"--from-json {args.from_json}: expected a measurement written by --json, got: {e}")
         for e in result["step"] + result["command"]:
             e["name"] = short_name(e.get("demangled", e["name"]))
         output(result, args)

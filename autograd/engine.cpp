@@ -46,12 +46,8 @@ void connect(const std::shared_ptr<Node>& node, const std::vector<const Tensor*>
   node->input_shapes.clear();
   for (const Tensor* t : inputs) {
     std::shared_ptr<Node> edge;
-    if (t && t->defined() && t->requires_grad()) {
-      if (t->grad_fn())
-        edge = t->grad_fn();
-      else
-        edge = std::make_shared<AccumulateGrad>(t->impl_ptr());
-    }
+    if (t && t->defined() && t->requires_grad())  // an op's output, or a leaf (a parameter)
+      edge = t->grad_fn() ? t->grad_fn() : std::make_shared<AccumulateGrad>(t->impl_ptr());
     node->inputs.push_back(std::move(edge));
     node->input_shapes.push_back(t && t->defined() ? t->shape() : Shape{});
   }
@@ -86,19 +82,15 @@ void accumulate_owned(std::shared_ptr<TensorImpl>& slot, const Tensor& grad) {
 }
 // dL/d(root) to start from: the given gradient (root's shape), or 1 for a one-element root.
 Tensor seed_gradient(const Tensor& root, const Tensor& root_grad) {
-  if (!root.requires_grad())
-    throw std::logic_error("backward: the tensor does not require grad (no input of the ops that "
-                           "made it has requires_grad set)");
+  SF_EXPECT(root.requires_grad(), "backward: the tensor does not require grad (no input of the ops that made it has "
+            "requires_grad set)");
   if (!root_grad.defined()) {
-    if (root.numel() != 1)
-      throw std::logic_error("backward: called without a gradient on a tensor of shape " +
-                             shape_str(root.shape()) +
-                             "; only a one-element tensor gets the implicit gradient 1");
+    SF_EXPECT(root.numel() == 1, "backward: called without a gradient on a tensor of shape ", root.shape(),
+              "; only a one-element tensor gets the implicit gradient 1");
     return ones(root.shape(), root.dtype());
   }
-  if (root_grad.shape() != root.shape())
-    throw std::invalid_argument("backward: gradient shape " + shape_str(root_grad.shape()) +
-                                " does not match the tensor's shape " + shape_str(root.shape()));
+  SF_EXPECT(root_grad.shape() == root.shape(), "backward: gradient shape ", root_grad.shape(),
+            " does not match the tensor's shape ", root.shape());
   return root_grad;
 }
 
@@ -156,11 +148,9 @@ void run_backward(const Tensor& root, const Tensor& root_grad, bool retain_graph
         }
       continue;
     }
-    if (n->released)
-      throw std::logic_error(std::string("backward: trying to backward through the graph a second time: ") +
-                             n->name() +
-                             "'s saved tensors were freed by the first backward; pass "
-                             "retain_graph = true to the first backward if you need a second one");
+    SF_EXPECT(!n->released, "backward: trying to backward through the graph a second time: ", n->name(),
+              "'s saved tensors were freed by the first backward; pass retain_graph = true to the first backward "
+              "if you need a second one");
     if (auto out = n->output.lock(); out && out->retains_grad) accumulate_owned(out->grad, grad_output);
     std::vector<Tensor> input_grads = n->backward(grad_output);
     grad_output = Tensor();

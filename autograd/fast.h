@@ -28,8 +28,10 @@
 // (tests/test_seam.cpp checks it).
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <tuple>
 #include <vector>
 
 #include "autograd/tensor.h"
@@ -116,5 +118,35 @@ bool adam(const std::vector<AdamTensors>& tensors, const AdamStep& step);
 bool sums_of_squares(const std::vector<Tensor>& tensors, std::vector<double>& sums);
 // Every tensor multiplied by factor, in place.
 bool scale(const std::vector<Tensor>& tensors, double factor);
+
+// ---- element-wise loops over the threads (kernels.h parallel_for_each_strided) --------------
+// for_each_strided (kernels.h) with its rows, the runs along the innermost dim, shared out among
+// the OpenMP threads: each thread unravels its row's offsets and walks the row. Only for
+// element-wise work (f writes the element it is given and nothing else), so the result is the
+// same for any thread count. A template, so it is defined here rather than in runtime/. Takes
+// shapes of 2 dims or more with at least min_elements elements.
+template <std::size_t N, class F>
+bool for_each_strided_rows(const Shape& shape, const std::array<const Shape*, N>& strides, F&& f,
+                           std::int64_t min_elements) {
+  const std::int64_t nd = static_cast<std::int64_t>(shape.size());
+  const std::int64_t total = shape_numel(shape);
+  if (total < min_elements || nd < 2) return false;
+  const std::int64_t inner = shape[nd - 1], rows = total / inner;
+#pragma omp parallel for schedule(static)
+  for (std::int64_t r = 0; r < rows; ++r) {
+    std::array<std::int64_t, N> off{};  // each operand's offset of element (row r, 0)
+    std::int64_t rest = r;
+    for (std::int64_t d = nd - 2; d >= 0; --d) {  // unravel r over dims nd-2 .. 0
+      const std::int64_t i = rest % shape[d];
+      rest /= shape[d];
+      for (std::size_t k = 0; k < N; ++k) off[k] += i * (*strides[k])[d];
+    }
+    for (std::int64_t i = 0; i < inner; ++i) {
+      std::apply(f, off);
+      for (std::size_t k = 0; k < N; ++k) off[k] += (*strides[k])[nd - 1];
+    }
+  }
+  return true;
+}
 
 }  // namespace sf::fast

@@ -16,6 +16,7 @@
 #include <tuple>
 
 #include "autograd/check.h"
+#include "autograd/fast.h"
 #include "autograd/tensor.h"
 
 namespace sf {
@@ -64,16 +65,11 @@ Shape broadcast_strides(const Tensor& t, const Shape& out);
 template <std::size_t N, class F>
 void for_each_strided(const Shape& shape, const std::array<const Shape*, N>& strides, F&& f) {
   const std::int64_t nd = static_cast<std::int64_t>(shape.size());
-  std::int64_t total = shape_numel(shape);
+  const std::int64_t total = shape_numel(shape);
   if (total == 0) return;
-  if (nd == 0) {
-    std::array<std::int64_t, N> off{};
-    std::apply(f, off);
-    return;
-  }
-  const std::int64_t inner = shape[nd - 1];
+  const std::int64_t inner = nd > 0 ? shape[nd - 1] : 1;  // a 0-dim tensor: one element
   std::array<std::int64_t, N> inner_stride{};
-  for (std::size_t k = 0; k < N; ++k) inner_stride[k] = (*strides[k])[nd - 1];
+  for (std::size_t k = 0; nd > 0 && k < N; ++k) inner_stride[k] = (*strides[k])[nd - 1];
   std::array<std::int64_t, N> base{};
   Shape idx(nd, 0);  // odometer over the outer dims
   for (std::int64_t done = 0; done < total; done += inner) {
@@ -99,33 +95,13 @@ void for_each_strided(const Shape& shape, const std::array<const Shape*, N>& str
 // loop touches (rows * row length for a loop over rows).
 constexpr std::int64_t kParallelMinElements = 65536;
 
-// for_each_strided with the rows (runs along the innermost dim) shared out among the OpenMP
-// threads once there are kParallelMinElements elements. Only for element-wise work: f may write
-// the element it is given and nothing else (no sums across elements), so the result is the same
-// for any thread count.
+// for_each_strided for element-wise work (f writes the element it is given and nothing else):
+// in a fast build its rows are shared out among the threads once there are kParallelMinElements
+// elements (autograd/fast.h).
 template <std::size_t N, class F>
 void parallel_for_each_strided(const Shape& shape, const std::array<const Shape*, N>& strides, F&& f) {
-  const std::int64_t nd = static_cast<std::int64_t>(shape.size());
-  const std::int64_t total = shape_numel(shape);
-  if (total < kParallelMinElements || nd < 2) {
-    for_each_strided<N>(shape, strides, f);
-    return;
-  }
-  const std::int64_t inner = shape[nd - 1], rows = total / inner;
-#pragma omp parallel for schedule(static)
-  for (std::int64_t r = 0; r < rows; ++r) {
-    std::array<std::int64_t, N> off{};  // each operand's offset of element (row r, 0)
-    std::int64_t rest = r;
-    for (std::int64_t d = nd - 2; d >= 0; --d) {  // unravel r over dims nd-2 .. 0
-      const std::int64_t i = rest % shape[d];
-      rest /= shape[d];
-      for (std::size_t k = 0; k < N; ++k) off[k] += i * (*strides[k])[d];
-    }
-    for (std::int64_t i = 0; i < inner; ++i) {
-      std::apply(f, off);
-      for (std::size_t k = 0; k < N; ++k) off[k] += (*strides[k])[nd - 1];
-    }
-  }
+  if (fast::kEnabled && fast::for_each_strided_rows<N>(shape, strides, f, kParallelMinElements)) return;
+  for_each_strided<N>(shape, strides, f);
 }
 
 }  // namespace sf

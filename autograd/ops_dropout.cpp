@@ -13,7 +13,6 @@
 // scale 1/(1-p).
 #include <algorithm>
 #include <cstdint>
-#include <sstream>
 #include <stdexcept>
 
 #include "autograd/dropout_mask.h"
@@ -54,11 +53,7 @@ struct Dropout final : Node {
 
   static Tensor forward(const Tensor& x, double p, Generator& gen) {
     check_float(x, "dropout");
-    if (!(p >= 0 && p < 1)) {  // written so that NaN fails too
-      std::ostringstream msg;
-      msg << "dropout: expected a probability p in [0, 1), got p = " << p;
-      throw std::invalid_argument(msg.str());
-    }
+    SF_EXPECT(p >= 0 && p < 1, "dropout: expected a probability p in [0, 1), got p = ", p);  // NaN fails too
     if (p == 0) return x;
     const double scale = 1.0 / (1.0 - p);
     const std::uint64_t key = gen.next_u64();  // the only draw of this call

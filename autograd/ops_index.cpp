@@ -147,23 +147,17 @@ struct Embedding final : Node {
 
   static Tensor forward(const Tensor& weight, const Tensor& ids, std::int64_t padding_idx) {
     check_float(weight, "embedding");
-    if (weight.dim() != 2)
-      throw std::invalid_argument("embedding: expected a weight of shape (V, D), got shape " + shape_str(weight.shape()));
-    if (ids.dtype() != Dtype::Int64)
-      throw std::invalid_argument(std::string("embedding: expected int64 ids, got ") + dtype_name(ids.dtype()));
+    SF_EXPECT(weight.dim() == 2, "embedding: expected a weight of shape (V, D), got shape ", weight.shape());
+    SF_EXPECT(ids.dtype() == Dtype::Int64, "embedding: expected int64 ids, got ", dtype_name(ids.dtype()));
     const std::int64_t V = weight.shape()[0], D = weight.shape()[1];
-    if (padding_idx >= V)
-      throw std::invalid_argument("embedding: padding_idx " + std::to_string(padding_idx) +
-                                  " is out of range for a vocabulary of " + std::to_string(V) + " rows");
+    SF_EXPECT(padding_idx < V, "embedding: padding_idx ", padding_idx, " is out of range for a vocabulary of ", V,
+              " rows");
     Tensor idc = contiguous(ids);
     const std::int64_t* pid = idc.data<std::int64_t>();
     const std::int64_t n = idc.numel();
     for (std::int64_t p = 0; p < n; ++p)
-      if (pid[p] < 0 || pid[p] >= V)
-        throw std::invalid_argument("embedding: id " + std::to_string(pid[p]) + " at position " +
-                                    position_str(p, ids.shape()) + " of ids with shape " + shape_str(ids.shape()) +
-                                    " is out of range [0, " + std::to_string(V) + ") for weight of shape " +
-                                    shape_str(weight.shape()));
+      SF_EXPECT(pid[p] >= 0 && pid[p] < V, "embedding: id ", pid[p], " at position ", position_str(p, ids.shape()),
+                " of ids with shape ", ids.shape(), " is out of range [0, ", V, ") for weight of shape ", weight.shape());
     Shape out_shape = ids.shape();
     out_shape.push_back(D);
     Tensor wc = contiguous(weight.detach());
@@ -225,9 +219,8 @@ struct MaskedFill final : Node {
   const char* name() const override { return "MaskedFill"; }
 
   static Tensor forward(const Tensor& x, const Tensor& mask, double value) {
-    if (!broadcasts_to(mask.shape(), x.shape()))
-      throw std::invalid_argument("masked_fill: mask of shape " + shape_str(mask.shape()) +
-                                  " cannot be broadcast to x's shape " + shape_str(x.shape()));
+    SF_EXPECT(broadcasts_to(mask.shape(), x.shape()), "masked_fill: mask of shape ", mask.shape(),
+              " cannot be broadcast to x's shape ", x.shape());
     Tensor m = to_dtype(mask.detach(), Dtype::Bool);
     const Shape sm = broadcast_strides(m, x.shape());
     const bool* pm = m.data<bool>();

@@ -39,16 +39,13 @@ void linear_forward_kernel(const T* x, const T* w, const T* bias, T* y, std::int
 void check_linear_args(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   check_float(x, "linear");
   check_same_dtype(x, weight, "linear");
-  if (weight.dim() != 2)
-    throw std::invalid_argument("linear: expected weight of shape (out, in), got " + shape_str(weight.shape()));
-  if (x.dim() < 1 || x.size(-1) != weight.size(1))
-    throw std::invalid_argument("linear: expected x of shape (..., " + std::to_string(weight.size(1)) +
-                                ") for weight " + shape_str(weight.shape()) + ", got " + shape_str(x.shape()));
+  SF_EXPECT(weight.dim() == 2, "linear: expected weight of shape (out, in), got ", weight.shape());
+  SF_EXPECT(x.dim() >= 1 && x.size(-1) == weight.size(1), "linear: expected x of shape (..., ", weight.size(1),
+            ") for weight ", weight.shape(), ", got ", x.shape());
   if (bias.defined()) {
     check_same_dtype(x, bias, "linear");
-    if (bias.shape() != Shape{weight.size(0)})
-      throw std::invalid_argument("linear: expected bias of shape " + shape_str({weight.size(0)}) + " for weight " +
-                                  shape_str(weight.shape()) + ", got " + shape_str(bias.shape()));
+    SF_EXPECT(bias.shape() == Shape{weight.size(0)}, "linear: expected bias of shape ", Shape{weight.size(0)},
+              " for weight ", weight.shape(), ", got ", bias.shape());
   }
 }
 

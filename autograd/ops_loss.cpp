@@ -108,17 +108,13 @@ struct CrossEntropy final : Node {
 
   static Tensor forward(const Tensor& logits, const Tensor& targets, std::int64_t ignore_index, double smoothing) {
     check_float(logits, "cross_entropy");
-    if (logits.dim() != 2 || logits.shape()[1] < 1)
-      throw std::invalid_argument("cross_entropy: expected logits of shape (N, V) with V >= 1, got " +
-                                  shape_str(logits.shape()));
+    SF_EXPECT(logits.dim() == 2 && logits.shape()[1] >= 1,
+              "cross_entropy: expected logits of shape (N, V) with V >= 1, got ", logits.shape());
     const std::int64_t N = logits.shape()[0], V = logits.shape()[1];
-    if (targets.dtype() != Dtype::Int64)
-      throw std::invalid_argument(std::string("cross_entropy: expected int64 targets (class ids), got ") +
-                                  dtype_name(targets.dtype()));
-    if (targets.shape() != Shape{N})
-      throw std::invalid_argument("cross_entropy: expected targets of shape (N) = " + shape_str({N}) +
-                                  " for logits of shape " + shape_str(logits.shape()) + ", got " +
-                                  shape_str(targets.shape()));
+    SF_EXPECT(targets.dtype() == Dtype::Int64, "cross_entropy: expected int64 targets (class ids), got ",
+              dtype_name(targets.dtype()));
+    SF_EXPECT(targets.shape() == Shape{N}, "cross_entropy: expected targets of shape (N) = ", Shape{N},
+              " for logits of shape ", logits.shape(), ", got ", targets.shape());
     if (!(smoothing >= 0 && smoothing < 1))
       throw std::invalid_argument("cross_entropy: expected label_smoothing in [0, 1), got " + std::to_string(smoothing));
 
@@ -127,10 +123,8 @@ struct CrossEntropy final : Node {
     std::int64_t count = 0;
     for (std::int64_t n = 0; n < N; ++n) {
       if (pt[n] == ignore_index) continue;
-      if (pt[n] < 0 || pt[n] >= V)
-        throw std::invalid_argument("cross_entropy: target " + std::to_string(pt[n]) + " at position " +
-                                    std::to_string(n) + " is not a class id in [0, " + std::to_string(V) +
-                                    ") and not ignore_index " + std::to_string(ignore_index));
+      SF_EXPECT(pt[n] >= 0 && pt[n] < V, "cross_entropy: target ", pt[n], " at position ", n,
+                " is not a class id in [0, ", V, ") and not ignore_index ", ignore_index);
       ++count;
     }
 

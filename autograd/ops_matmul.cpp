@@ -26,8 +26,7 @@ namespace sf {
 namespace {
 // BLAS takes its sizes as int.
 int blas_int(std::int64_t v) {
-  if (v > INT_MAX)
-    throw std::invalid_argument("matmul: size " + std::to_string(v) + " is too large for the BLAS interface (int)");
+  SF_EXPECT(v <= INT_MAX, "matmul: size ", v, " is too large for the BLAS interface (int)");
   return static_cast<int>(v);
 }
 }  // namespace
@@ -66,18 +65,14 @@ struct MatmulShape {
 MatmulShape matmul_shape(const Tensor& a, const Tensor& b, const char* op) {
   check_float(a, op);
   check_same_dtype(a, b, op);
-  if (a.dim() < 2 || b.dim() < 2)
-    throw std::invalid_argument(std::string(op) + ": expected both operands to be at least 2-D, got a " +
-                                shape_str(a.shape()) + " and b " + shape_str(b.shape()) +
-                                " (use unsqueeze to make a vector a 1-row or 1-column matrix)");
+  SF_EXPECT(a.dim() >= 2 && b.dim() >= 2, op, ": expected both operands to be at least 2-D, got a ", a.shape(),
+            " and b ", b.shape(), " (use unsqueeze to make a vector a 1-row or 1-column matrix)");
   MatmulShape s;
   s.m = a.size(-2);
   s.k = a.size(-1);
   s.n = b.size(-1);
-  if (b.size(-2) != s.k)
-    throw std::invalid_argument(std::string(op) + ": a " + shape_str(a.shape()) + " and b " +
-                                shape_str(b.shape()) + " do not fit: a's last dim (" + std::to_string(s.k) +
-                                ") must equal b's second-to-last dim (" + std::to_string(b.size(-2)) + ")");
+  SF_EXPECT(b.size(-2) == s.k, op, ": a ", a.shape(), " and b ", b.shape(), " do not fit: a's last dim (", s.k,
+            ") must equal b's second-to-last dim (", b.size(-2), ")");
   const Shape batch_a(a.shape().begin(), a.shape().end() - 2);
   const Shape batch_b(b.shape().begin(), b.shape().end() - 2);
   try {

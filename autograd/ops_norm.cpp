@@ -32,23 +32,17 @@ Shape row_shape(const Shape& x_shape) { return Shape(x_shape.begin(), x_shape.en
 // Checks x: (..., D) float with D >= 1, and eps >= 0.
 void check_norm_input(const Tensor& x, double eps, const char* op) {
   check_float(x, op);
-  if (x.dim() < 1 || x.shape().back() < 1)
-    throw std::invalid_argument(std::string(op) + ": expected x of shape (..., D) with D >= 1, got " +
-                                shape_str(x.shape()));
-  if (!(eps >= 0))
-    throw std::invalid_argument(std::string(op) + ": expected eps >= 0, got " + std::to_string(eps));
+  SF_EXPECT(x.dim() >= 1 && x.shape().back() >= 1, op, ": expected x of shape (..., D) with D >= 1, got ", x.shape());
+  SF_EXPECT(eps >= 0, op, ": expected eps >= 0, got ", std::to_string(eps));
 }
 
 // Checks that `param` (weight or bias) is (D) of x's dtype.
 void check_norm_param(const Tensor& x, const Tensor& param, const char* param_name, const char* op) {
   const std::int64_t D = x.shape().back();
-  if (!param.defined())
-    throw std::invalid_argument(std::string(op) + ": " + param_name + " is undefined; expected a tensor of shape (D) = " +
-                                shape_str({D}) + " for x of shape " + shape_str(x.shape()));
-  if (param.shape() != Shape{D})
-    throw std::invalid_argument(std::string(op) + ": " + param_name + " must have shape (D) = " + shape_str({D}) +
-                                " to match the last dim of x " + shape_str(x.shape()) + ", got " + param_name +
-                                " of shape " + shape_str(param.shape()));
+  SF_EXPECT(param.defined(), op, ": ", param_name, " is undefined; expected a tensor of shape (D) = ", Shape{D},
+            " for x of shape ", x.shape());
+  SF_EXPECT(param.shape() == Shape{D}, op, ": ", param_name, " must have shape (D) = ", Shape{D},
+            " to match the last dim of x ", x.shape(), ", got ", param_name, " of shape ", param.shape());
   check_same_dtype(x, param, op);
 }
 

@@ -21,7 +21,7 @@ std::vector<bool> reduced_mask(const Tensor& x, const std::vector<std::int64_t>&
   std::vector<bool> mask(x.dim(), dims.empty());
   for (std::int64_t d : dims) {
     const std::int64_t w = wrap_dim(d, x.dim(), op);
-    if (mask[w]) throw std::invalid_argument(std::string(op) + ": dim " + std::to_string(d) + " listed twice");
+    SF_EXPECT(!mask[w], op, ": dim ", d, " listed twice");
     mask[w] = true;
   }
   return mask;
@@ -166,7 +166,7 @@ Tensor max(const Tensor& x) { return Max::forward(x, {}, false); }
 Tensor sum_to(const Tensor& x, const Shape& shape) {
   if (x.shape() == shape) return x;
   const std::int64_t lead = x.dim() - static_cast<std::int64_t>(shape.size());
-  if (lead < 0) throw std::invalid_argument("sum_to: cannot sum shape " + shape_str(x.shape()) + " to " + shape_str(shape));
+  SF_EXPECT(lead >= 0, "sum_to: cannot sum shape ", x.shape(), " to ", shape);
   std::vector<std::int64_t> dims;
   for (std::int64_t d = 0; d < x.dim(); ++d) {
     if (d < lead) {

@@ -21,7 +21,7 @@ Shape infer_shape(const Shape& shape, std::int64_t numel, const char* op, const 
   std::int64_t known = 1, infer_at = -1;
   for (std::size_t i = 0; i < out.size(); ++i) {
     if (out[i] == -1) {
-      if (infer_at >= 0) throw std::invalid_argument(std::string(op) + ": only one size may be -1, got " + shape_str(shape));
+      SF_EXPECT(infer_at < 0, op, ": only one size may be -1, got ", shape);
       infer_at = static_cast<std::int64_t>(i);
     } else if (out[i] < 0) {
       throw std::invalid_argument(std::string(op) + ": negative size in " + shape_str(shape));
@@ -30,15 +30,11 @@ Shape infer_shape(const Shape& shape, std::int64_t numel, const char* op, const 
     }
   }
   if (infer_at >= 0) {
-    if (known == 0 || numel % known != 0)
-      throw std::invalid_argument(std::string(op) + ": cannot view shape " + shape_str(from) + " (" +
-                                  std::to_string(numel) + " elements) as " + shape_str(shape));
+    SF_EXPECT(known != 0 && numel % known == 0, op, ": cannot view shape ", from, " (", numel, " elements) as ", shape);
     out[infer_at] = numel / known;
   }
-  if (shape_numel(out) != numel)
-    throw std::invalid_argument(std::string(op) + ": cannot view shape " + shape_str(from) + " (" +
-                                std::to_string(numel) + " elements) as " + shape_str(shape) + " (" +
-                                std::to_string(shape_numel(out)) + " elements)");
+  SF_EXPECT(shape_numel(out) == numel, op, ": cannot view shape ", from, " (", numel, " elements) as ", shape, " (",
+            shape_numel(out), " elements)");
   return out;
 }
 }  // namespace
@@ -50,10 +46,8 @@ struct View final : Node {
   const char* name() const override { return op_name; }
 
   static Tensor forward(const Tensor& x, const Shape& new_shape, const char* op_name) {
-    if (!x.is_contiguous())
-      throw std::invalid_argument(std::string(op_name) + ": tensor of shape " + shape_str(x.shape()) +
-                                  " with strides " + shape_str(x.strides()) +
-                                  " is not contiguous; use reshape() or contiguous() first");
+    SF_EXPECT(x.is_contiguous(), op_name, ": tensor of shape ", x.shape(), " with strides ", x.strides(),
+              " is not contiguous; use reshape() or contiguous() first");
     Tensor out = make_view(x, new_shape, contiguous_strides(new_shape), x.offset());
     if (any_requires_grad({&x})) {
       auto node = std::make_shared<View>();
@@ -119,14 +113,13 @@ struct Permute final : Node {
 
   static Tensor forward(const Tensor& x, const Shape& dims) {
     const std::int64_t n = x.dim();
-    if (static_cast<std::int64_t>(dims.size()) != n)
-      throw std::invalid_argument("permute: " + shape_str(dims) + " does not list all " +
-                                  std::to_string(n) + " dims of shape " + shape_str(x.shape()));
+    SF_EXPECT(static_cast<std::int64_t>(dims.size()) == n, "permute: ", dims, " does not list all ", n,
+              " dims of shape ", x.shape());
     Shape wrapped(n), s(n), st(n);
     std::vector<bool> seen(n, false);
     for (std::int64_t i = 0; i < n; ++i) {
       const std::int64_t d = wrap_dim(dims[i], n, "permute");
-      if (seen[d]) throw std::invalid_argument("permute: dim " + std::to_string(d) + " repeated in " + shape_str(dims));
+      SF_EXPECT(!seen[d], "permute: dim ", d, " repeated in ", dims);
       seen[d] = true;
       wrapped[i] = d;
       s[i] = x.shape()[d];

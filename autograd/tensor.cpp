@@ -73,11 +73,8 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
   for (std::size_t i = 0; i < n; ++i) {
     const std::int64_t sa = i < n - a.size() ? 1 : a[i - (n - a.size())];
     const std::int64_t sb = i < n - b.size() ? 1 : b[i - (n - b.size())];
-    if (sa != sb && sa != 1 && sb != 1)
-      throw std::invalid_argument(std::string(op) + ": shapes " + shape_str(a) + " and " +
-                                  shape_str(b) + " cannot be broadcast together (dim " +
-                                  std::to_string(i) + ": " + std::to_string(sa) + " vs " +
-                                  std::to_string(sb) + ")");
+    SF_EXPECT(sa == sb || sa == 1 || sb == 1, op, ": shapes ", a, " and ", b, " cannot be broadcast together (dim ",
+              i, ": ", sa, " vs ", sb, ")");
     out[i] = sa == 1 ? sb : sa;
   }
   return out;
@@ -93,15 +90,12 @@ std::int64_t wrap_dim(std::int64_t dim, std::int64_t ndim, const char* op) {
 }
 
 void check_same_dtype(const Tensor& a, const Tensor& b, const char* op) {
-  if (a.dtype() != b.dtype())
-    throw std::invalid_argument(std::string(op) + ": dtypes differ (" + dtype_name(a.dtype()) +
-                                " vs " + dtype_name(b.dtype()) + "); convert one with .to()");
+  SF_EXPECT(a.dtype() == b.dtype(), op, ": dtypes differ (", dtype_name(a.dtype()), " vs ", dtype_name(b.dtype()),
+            "); convert one with .to()");
 }
 
 void check_float(const Tensor& x, const char* op) {
-  if (!is_floating(x.dtype()))
-    throw std::invalid_argument(std::string(op) + ": expected a float32 or float64 tensor, got " +
-                                dtype_name(x.dtype()));
+  SF_EXPECT(is_floating(x.dtype()), op, ": expected a float32 or float64 tensor, got ", dtype_name(x.dtype()));
 }
 
 Shape broadcast_strides(const Tensor& t, const Shape& out) {
@@ -183,9 +177,8 @@ template <> constexpr Dtype dtype_of<bool>() { return Dtype::Bool; }
 
 template <class T> T* Tensor::data() const {
   check_defined("data");
-  if (impl_->dtype != dtype_of<T>())
-    throw std::invalid_argument(std::string("Tensor::data: tensor is ") + dtype_name(impl_->dtype) +
-                                ", asked for " + dtype_name(dtype_of<T>()));
+  SF_EXPECT(impl_->dtype == dtype_of<T>(), "Tensor::data: tensor is ", dtype_name(impl_->dtype), ", asked for ",
+            dtype_name(dtype_of<T>()));
   return static_cast<T*>(impl_->storage->data) + impl_->offset;
 }
 template float* Tensor::data<float>() const;
@@ -200,10 +193,8 @@ void* Tensor::raw_data() const {
 
 namespace {
 std::int64_t element_offset(const Tensor& t, const Shape& index) {
-  if (static_cast<std::int64_t>(index.size()) != t.dim())
-    throw std::invalid_argument("Tensor::at: index " + shape_str(index) + " has " +
-                                std::to_string(index.size()) + " entries, the tensor has shape " +
-                                shape_str(t.shape()));
+  SF_EXPECT(static_cast<std::int64_t>(index.size()) == t.dim(), "Tensor::at: index ", index, " has ", index.size(),
+            " entries, the tensor has shape ", t.shape());
   std::int64_t off = 0;
   for (std::size_t d = 0; d < index.size(); ++d) {
     const std::int64_t i = index[d] < 0 ? index[d] + t.shape()[d] : index[d];
@@ -233,10 +224,11 @@ void Tensor::set(const Shape& index, double value) {
 }
 
 double Tensor::item() const {
-  if (numel() != 1)
-    throw std::invalid_argument("Tensor::item: expected a tensor with one element, got shape " +
-                                shape_str(shape()));
-  return at(Shape(dim(), 0));
+  SF_EXPECT(numel() == 1, "Tensor::item: expected a tensor with one element, got shape ", shape());
+  return dispatch_all(dtype(), [&](auto tag) -> double {
+    using T = decltype(tag);
+    return static_cast<double>(data<T>()[0]);  // the one element, at the tensor's offset
+  });
 }
 
 template <class T> std::vector<T> Tensor::to_vector() const {
@@ -322,9 +314,7 @@ Tensor& Tensor::copy_(const Tensor& src) {
   check_defined("copy_");
   check_inplace_allowed(*this, "copy_");
   const Shape out = broadcast_shapes(shape(), src.shape(), "copy_");
-  if (out != shape())
-    throw std::invalid_argument("copy_: source shape " + shape_str(src.shape()) +
-                                " cannot be broadcast to destination shape " + shape_str(shape()));
+  SF_EXPECT(out == shape(), "copy_: source shape ", src.shape(), " cannot be broadcast to destination shape ", shape());
   const Shape ss = broadcast_strides(src, shape());
   dispatch_all(dtype(), [&](auto dtag) {
     using D = decltype(dtag);
@@ -367,7 +357,7 @@ Tensor make_view(const Tensor& base, Shape shape, Shape strides, std::int64_t of
 
 Tensor empty(const Shape& shape, Dtype dtype) {
   for (auto s : shape)
-    if (s < 0) throw std::invalid_argument("empty: negative size in shape " + shape_str(shape));
+    SF_EXPECT(s >= 0, "empty: negative size in shape ", shape);
   auto impl = std::make_shared<TensorImpl>();
   impl->storage = std::make_shared<Storage>(static_cast<std::size_t>(shape_numel(shape)) * dtype_size(dtype));
   impl->shape = shape;
@@ -428,10 +418,8 @@ Tensor rand(const Shape& shape, Generator& gen, Dtype dtype) {
 
 template <class T> Tensor from_vector(const std::vector<T>& values, const Shape& shape) {
   using Stored = std::conditional_t<std::is_same_v<T, int>, std::int64_t, T>;
-  if (static_cast<std::int64_t>(values.size()) != shape_numel(shape))
-    throw std::invalid_argument("from_vector: " + std::to_string(values.size()) +
-                                " values do not fill shape " + shape_str(shape) + " (" +
-                                std::to_string(shape_numel(shape)) + " elements)");
+  SF_EXPECT(static_cast<std::int64_t>(values.size()) == shape_numel(shape), "from_vector: ", values.size(),
+            " values do not fill shape ", shape, " (", shape_numel(shape), " elements)");
   Tensor t = empty(shape, dtype_of<Stored>());
   Stored* p = t.data<Stored>();
   for (std::size_t i = 0; i < values.size(); ++i) p[i] = static_cast<Stored>(values[i]);
@@ -442,9 +430,8 @@ template Tensor from_vector<double>(const std::vector<double>&, const Shape&);
 template Tensor from_vector<std::int64_t>(const std::vector<std::int64_t>&, const Shape&);
 template Tensor from_vector<int>(const std::vector<int>&, const Shape&);
 template <> Tensor from_vector<bool>(const std::vector<bool>& values, const Shape& shape) {
-  if (static_cast<std::int64_t>(values.size()) != shape_numel(shape))
-    throw std::invalid_argument("from_vector: " + std::to_string(values.size()) +
-                                " values do not fill shape " + shape_str(shape));
+  SF_EXPECT(static_cast<std::int64_t>(values.size()) == shape_numel(shape), "from_vector: ", values.size(),
+            " values do not fill shape ", shape);
   Tensor t = empty(shape, Dtype::Bool);
   bool* p = t.data<bool>();
   for (std::size_t i = 0; i < values.size(); ++i) p[i] = values[i];

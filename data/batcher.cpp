@@ -6,6 +6,7 @@
 #include <string>
 #include <utility>
 
+#include "autograd/check.h"
 #include "autograd/generator.h"
 #include "data/tokenizer.h"
 
@@ -17,16 +18,13 @@ Batch make_batch(const std::vector<const std::vector<std::int64_t>*>& src,
                  const std::vector<const std::vector<std::int64_t>*>& tgt,
                  const std::vector<std::int64_t>& indices) {
   const auto rows = static_cast<std::int64_t>(src.size());
-  if (rows == 0 || tgt.size() != src.size() || indices.size() != src.size())
-    throw std::invalid_argument("make_batch: expected the same positive number of sources, targets "
-                                "and indices, got " + std::to_string(src.size()) + ", " +
-                                std::to_string(tgt.size()) + " and " +
-                                std::to_string(indices.size()));
+  SF_EXPECT(rows != 0 && tgt.size() == src.size() && indices.size() == src.size(),
+            "make_batch: expected the same positive number of sources, targets and indices, got ", src.size(), ", ",
+            tgt.size(), " and ", indices.size());
   std::int64_t S = 0, T = 0;
   for (std::int64_t b = 0; b < rows; ++b) {
-    if (src[b]->empty())
-      throw std::invalid_argument("make_batch: the source of pair " + std::to_string(indices[b]) +
-                                  " is empty (drop empty pairs with filter_pairs first)");
+    SF_EXPECT(!src[b]->empty(), "make_batch: the source of pair ", indices[b],
+              " is empty (drop empty pairs with filter_pairs first)");
     S = std::max(S, static_cast<std::int64_t>(src[b]->size()));
     T = std::max(T, static_cast<std::int64_t>(tgt[b]->size()) + 1);  // + BOS (in) / EOS (out)
   }

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "autograd/check.h"
 #include "autograd/exercise.h"
 #include "autograd/ops.h"
 #include "nn/relative_positions.h"
@@ -31,22 +32,20 @@ void check_broadcasts_to_scores(const Tensor& t, const Shape& scores, const char
     const std::int64_t have = t.shape()[t.dim() - i], want = scores[scores.size() - i];
     ok = have == 1 || have == want;
   }
-  if (!ok)
-    throw std::invalid_argument(std::string(op) + ": " + what + " of shape " + shape_str(t.shape()) +
-                                " does not broadcast to the scores' shape (B,H,Tq,Tk) = " + shape_str(scores));
+  SF_EXPECT(ok, op, ": ", what, " of shape ", t.shape(),
+            " does not broadcast to the scores' shape (B,H,Tq,Tk) = ", scores);
 }
 
 // q: (B,H,Tq,Dh), k: (B,H,Tk,Dh) -> (B,H,Tq,Tk); `op` names the caller in errors.
 Tensor weights_of(const Tensor& q, const Tensor& k, const Tensor& mask, const Tensor& bias, const char* op) {
-  if (q.dim() != 4 || k.dim() != 4 || q.size(0) != k.size(0) || q.size(1) != k.size(1) || q.size(3) != k.size(3))
-    throw std::invalid_argument(std::string(op) + ": expected q (B,H,Tq,Dh) and k (B,H,Tk,Dh) with the same B, H, "
-                                "Dh, got q " + shape_str(q.shape()) + " and k " + shape_str(k.shape()));
+  SF_EXPECT(q.dim() == 4 && k.dim() == 4 && q.size(0) == k.size(0) && q.size(1) == k.size(1) && q.size(3) == k.size(3),
+            op, ": expected q (B,H,Tq,Dh) and k (B,H,Tk,Dh) with the same B, H, Dh, got q ", q.shape(), " and k ",
+            k.shape());
   const Shape scores_shape = {q.size(0), q.size(1), q.size(2), k.size(2)};  // (B,H,Tq,Tk)
   if (bias.defined()) check_broadcasts_to_scores(bias, scores_shape, "bias", op);
   if (mask.defined()) {
-    if (mask.dtype() != Dtype::Bool)
-      throw std::invalid_argument(std::string(op) + ": expected a bool mask (TRUE = BLOCKED), got " +
-                                  dtype_name(mask.dtype()) + " of shape " + shape_str(mask.shape()));
+    SF_EXPECT(mask.dtype() == Dtype::Bool, op, ": expected a bool mask (TRUE = BLOCKED), got ",
+              dtype_name(mask.dtype()), " of shape ", mask.shape());
     check_broadcasts_to_scores(mask, scores_shape, "mask", op);
   }
   // EXERCISE(scaled_dot_product): the attention weights (B,H,Tq,Tk) from autograd ops: the scores
@@ -79,9 +78,8 @@ std::string head_layout_str(std::int64_t d_model, std::int64_t n_heads) {
 
 // -> bool (Tq, Tk)
 Tensor causal_mask(std::int64_t t_q, std::int64_t t_k, std::int64_t q_start) {
-  if (t_q < 0 || t_k < 0 || q_start < 0)
-    throw std::invalid_argument("causal_mask: expected t_q, t_k, q_start >= 0, got t_q " + std::to_string(t_q) +
-                                ", t_k " + std::to_string(t_k) + ", q_start " + std::to_string(q_start));
+  SF_EXPECT(t_q >= 0 && t_k >= 0 && q_start >= 0, "causal_mask: expected t_q, t_k, q_start >= 0, got t_q ", t_q,
+            ", t_k ", t_k, ", q_start ", q_start);
   // EXERCISE(masks): a bool (Tq, Tk) tensor, TRUE = BLOCKED where key j lies in the future of query i,
   // which sits at position q_start + i (the keys at 0..Tk-1); a query may see itself and the past.
   // BEGIN SOLUTION
@@ -94,9 +92,8 @@ Tensor causal_mask(std::int64_t t_q, std::int64_t t_k, std::int64_t q_start) {
 
 // ids: (B,S) int64 -> bool (B,1,1,S)
 Tensor padding_mask(const Tensor& ids, std::int64_t pad_id) {
-  if (ids.dim() != 2 || ids.dtype() != Dtype::Int64)
-    throw std::invalid_argument("padding_mask: expected int64 ids of shape (B,S), got " +
-                                std::string(dtype_name(ids.dtype())) + " " + shape_str(ids.shape()));
+  SF_EXPECT(ids.dim() == 2 && ids.dtype() == Dtype::Int64, "padding_mask: expected int64 ids of shape (B,S), got ",
+            dtype_name(ids.dtype()), " ", ids.shape());
   // EXERCISE(masks): a bool (B,1,1,S) tensor, TRUE = BLOCKED where ids is pad_id, shaped so that it
   // broadcasts over the heads and the queries of the scores (B,H,Tq,S).
   // BEGIN SOLUTION
@@ -218,14 +215,37 @@ std::pair<Tensor, Tensor> MultiHeadAttention::project_keys_values(const Tensor& 
   return {k, v};
 }
 
+// x_kv must be (B,Tk,D) with x_q's batch B.
+void MultiHeadAttention::check_kv_input(const Tensor& x_kv, const Tensor& x_q) const {
+  SF_EXPECT(x_kv.defined() && x_kv.dim() == 3 && x_kv.size(0) == x_q.size(0) && x_kv.size(2) == d_model,
+            "MultiHeadAttention: expected x_kv of shape (", x_q.size(0), ",Tk,", d_model, ") to match x_q ",
+            x_q.shape(), ", got ", (x_kv.defined() ? shape_str(x_kv.shape()) : std::string("an undefined tensor")));
+}
+
+// Decoding: a filled static cache (cross-attention) is read as it is; otherwise the new keys
+// follow the cached ones (self-attention, positions cache length..) or fill an empty static cache.
+// Returns the whole cache: (B,Hkv,T_cached+Tk,Dh).
+std::pair<Tensor, Tensor> MultiHeadAttention::keys_values_with_cache(const Tensor& x_kv, std::int64_t batch,
+                                                                     KVCache& cache) const {
+  if (cache.is_static && cache.length() > 0) {
+    SF_EXPECT(cache.k.size(0) == batch, "MultiHeadAttention: static cache holds batch ", cache.k.size(0),
+              " but x_q has batch ", batch);
+    return {cache.k, cache.v};
+  }
+  SF_EXPECT(x_kv.defined() && x_kv.dim() == 3 && x_kv.size(0) == batch && x_kv.size(2) == d_model,
+            "MultiHeadAttention: expected x_kv of shape (", batch, ",Tk,", d_model, "), got ",
+            (x_kv.defined() ? shape_str(x_kv.shape()) : std::string("an undefined tensor")));
+  const auto [k, v] = project_keys_values(x_kv, cache.is_static ? 0 : cache.length());
+  append_to_cache(cache, k, v);
+  return {cache.k, cache.v};
+}
+
 // x_q: (B,Tq,D), x_kv: (B,Tk,D) -> (B,Tq,D)
 Tensor MultiHeadAttention::forward(const Tensor& x_q, const Tensor& x_kv, const Tensor& mask, KVCache* cache,
                                    std::int64_t q_start, bool causal_positions) const {
-  if (x_q.dim() != 3 || x_q.size(2) != d_model)
-    throw std::invalid_argument("MultiHeadAttention: expected x_q of shape (B,Tq," + std::to_string(d_model) +
-                                "), got " + shape_str(x_q.shape()));
-  if (q_start < 0)
-    throw std::invalid_argument("MultiHeadAttention: q_start must be >= 0, got " + std::to_string(q_start));
+  SF_EXPECT(x_q.dim() == 3 && x_q.size(2) == d_model, "MultiHeadAttention: expected x_q of shape (B,Tq,", d_model,
+            "), got ", x_q.shape());
+  SF_EXPECT(q_start >= 0, "MultiHeadAttention: q_start must be >= 0, got ", q_start);
   const std::int64_t batch = x_q.size(0), t_q = x_q.size(1);
   const bool rope = pos == PositionInAttention::RoPE;
 
@@ -233,27 +253,13 @@ Tensor MultiHeadAttention::forward(const Tensor& x_q, const Tensor& x_kv, const 
   Tensor q = split_heads(q_proj->forward(x_q), n_heads, head_dim);
   if (rope) q = apply_rope(q, q_start);
 
-  // Keys and values: (B,Hkv,Tk,Dh), from the cache and/or projected from x_kv.
+  // Keys and values: (B,Hkv,Tk,Dh), projected from x_kv (while decoding, through the cache).
   Tensor k, v;
-  if (cache && cache->is_static && cache->length() > 0) {  // cross-attention, already filled
-    if (cache->k.size(0) != batch)
-      throw std::invalid_argument("MultiHeadAttention: static cache holds batch " + std::to_string(cache->k.size(0)) +
-                                  " but x_q has batch " + std::to_string(batch));
-    k = cache->k;
-    v = cache->v;
+  if (cache) {
+    std::tie(k, v) = keys_values_with_cache(x_kv, batch, *cache);
   } else {
-    if (!x_kv.defined() || x_kv.dim() != 3 || x_kv.size(0) != batch || x_kv.size(2) != d_model)
-      throw std::invalid_argument("MultiHeadAttention: expected x_kv of shape (" + std::to_string(batch) + ",Tk," +
-                                  std::to_string(d_model) + ") to match x_q " + shape_str(x_q.shape()) + ", got " +
-                                  (x_kv.defined() ? shape_str(x_kv.shape()) : std::string("an undefined tensor")));
-    const bool appending = cache && !cache->is_static;
-    // The new keys follow the cached ones: positions cache length .. (0 without a cache).
-    std::tie(k, v) = project_keys_values(x_kv, appending ? cache->length() : 0);
-    if (cache) {  // append (self-attention) or prefill (an empty static cache)
-      append_to_cache(*cache, k, v);
-      k = cache->k;  // (B,Hkv,T_cached+Tk,Dh)
-      v = cache->v;
-    }
+    check_kv_input(x_kv, x_q);
+    std::tie(k, v) = project_keys_values(x_kv, 0);
   }
   const std::int64_t t_k = k.size(2);
 

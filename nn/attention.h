@@ -131,6 +131,8 @@ class MultiHeadAttention : public Module {
   // The keys and values of x_kv (B,Tk,D): k_proj and v_proj cut into heads, (B,Hkv,Tk,Dh) each;
   // under RoPE the keys rotated to positions k_start .. k_start+Tk-1.
   std::pair<Tensor, Tensor> project_keys_values(const Tensor& x_kv, std::int64_t k_start) const;
+  std::pair<Tensor, Tensor> keys_values_with_cache(const Tensor& x_kv, std::int64_t batch, KVCache& cache) const;
+  void check_kv_input(const Tensor& x_kv, const Tensor& x_q) const;
 
   std::int64_t d_model, n_heads, n_kv_heads, head_dim;
   double dropout;

@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "autograd/check.h"
 #include "autograd/ops.h"
 
 namespace sf::nn {
@@ -40,9 +41,7 @@ FeedForward::FeedForward(std::int64_t D, std::int64_t F, Activation act, double 
 
 // x: (..., D) -> (..., D)
 Tensor FeedForward::forward(const Tensor& x) const {
-  if (x.dim() < 1 || x.size(-1) != d_model)
-    throw std::invalid_argument("FeedForward: expected input (..., " + std::to_string(d_model) + "), got " +
-                                shape_str(x.shape()));
+  SF_EXPECT(x.dim() >= 1 && x.size(-1) == d_model, "FeedForward: expected input (..., ", d_model, "), got ", x.shape());
   Tensor h = fc1->forward(x);  // (..., F)
   switch (activation) {
     case Activation::ReLU: h = relu(h); break;

@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "autograd/check.h"
 #include "autograd/ops.h"
 #include "nn/init.h"
 
@@ -17,9 +18,8 @@ Linear::Linear(std::int64_t in, std::int64_t out, Generator& gen, bool use_bias,
 }
 
 Tensor Linear::forward(const Tensor& x) const {
-  if (x.dim() < 1 || x.size(-1) != in_features)
-    throw std::invalid_argument("Linear: expected input (..., " + std::to_string(in_features) + "), got " +
-                                shape_str(x.shape()));
+  SF_EXPECT(x.dim() >= 1 && x.size(-1) == in_features, "Linear: expected input (..., ", in_features, "), got ",
+            x.shape());
   // y = x @ weight^T + bias: (..., in) -> (..., out), one op (autograd/ops_linear.cpp), the
   // same function as add(matmul(x, weight.transpose(0, 1)), bias) in one BLAS call
   Tensor y = linear(x, weight, bias);

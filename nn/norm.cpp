@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "autograd/check.h"
 #include "autograd/ops.h"
 
 namespace sf::nn {
@@ -23,9 +24,7 @@ void check_config(const char* module, std::int64_t dim, double eps) {
 
 // x: (..., D)
 void check_input(const char* module, const Tensor& x, std::int64_t dim) {
-  if (x.dim() < 1 || x.size(-1) != dim)
-    throw std::invalid_argument(std::string(module) + ": expected input (..., " + std::to_string(dim) + "), got " +
-                                shape_str(x.shape()));
+  SF_EXPECT(x.dim() >= 1 && x.size(-1) == dim, module, ": expected input (..., ", dim, "), got ", x.shape());
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "autograd/check.h"
 #include "autograd/exercise.h"
 #include "autograd/ops.h"
 #include "nn/init.h"
@@ -24,18 +25,12 @@ void check_sizes(const char* module, std::int64_t max_len, std::int64_t dim) {
 // x: (B,T,D); the positions start_pos .. start_pos+T-1 must exist in a table of L rows.
 void check_input(const char* module, const Tensor& x, std::int64_t start_pos, std::int64_t max_len,
                  std::int64_t dim, Dtype dtype) {
-  if (x.dim() != 3 || x.size(2) != dim)
-    throw std::invalid_argument(std::string(module) + ": expected input (B, T, " + std::to_string(dim) + "), got " +
-                                shape_str(x.shape()));
-  if (x.dtype() != dtype)
-    throw std::invalid_argument(std::string(module) + ": expected a " + dtype_name(dtype) +
-                                " input (the module's dtype), got " + dtype_name(x.dtype()));
+  SF_EXPECT(x.dim() == 3 && x.size(2) == dim, module, ": expected input (B, T, ", dim, "), got ", x.shape());
+  SF_EXPECT(x.dtype() == dtype, module, ": expected a ", dtype_name(dtype), " input (the module's dtype), got ",
+            dtype_name(x.dtype()));
   const std::int64_t T = x.size(1);
-  if (start_pos < 0 || start_pos + T > max_len)
-    throw std::invalid_argument(std::string(module) + ": positions start_pos " + std::to_string(start_pos) +
-                                " + T " + std::to_string(T) + " = " + std::to_string(start_pos + T) +
-                                " exceed max_len " + std::to_string(max_len) +
-                                " (start_pos must be >= 0 and start_pos + T <= max_len)");
+  SF_EXPECT(start_pos >= 0 && start_pos + T <= max_len, module, ": positions start_pos ", start_pos, " + T ", T, " = ",
+            start_pos + T, " exceed max_len ", max_len, " (start_pos must be >= 0 and start_pos + T <= max_len)");
 }
 
 // -> the (L, D) table row by row, in double, straight from the paper's formula:

@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "autograd/check.h"
 #include "autograd/ops.h"
 #include "nn/attention.h"
 #include "nn/positional.h"
@@ -63,11 +64,10 @@ Seq2SeqTransformer::Seq2SeqTransformer(const ModelConfig& cfg, Generator& init_g
 }
 
 void Seq2SeqTransformer::check_ids(const char* what, const Tensor& ids) const {
-  if (!ids.defined() || ids.dim() != 2 || ids.dtype() != Dtype::Int64)
-    throw std::invalid_argument(std::string("Seq2SeqTransformer: expected ") + what +
-                                " token ids of shape (B,T) and dtype int64, got " +
-                                (ids.defined() ? std::string(dtype_name(ids.dtype())) + " " + shape_str(ids.shape())
-                                               : std::string("an undefined tensor")));
+  SF_EXPECT(ids.defined() && ids.dim() == 2 && ids.dtype() == Dtype::Int64, "Seq2SeqTransformer: expected ", what,
+            " token ids of shape (B,T) and dtype int64, got ",
+            ids.defined() ? std::string(dtype_name(ids.dtype())) + " " + shape_str(ids.shape())
+                          : "an undefined tensor");
 }
 
 // ids: (B,T) int64 -> (B,T,D)
@@ -97,10 +97,9 @@ Encoded Seq2SeqTransformer::encode(const Tensor& src) const {
 // tgt_in: (B,T) int64 -> (B,T,V)
 Tensor Seq2SeqTransformer::decode(const Tensor& tgt_in, const Encoded& enc) const {
   check_ids("target", tgt_in);
-  if (!enc.memory.defined() || enc.memory.size(0) != tgt_in.size(0))
-    throw std::invalid_argument("Seq2SeqTransformer: target batch " + std::to_string(tgt_in.size(0)) +
-                                " does not match the encoder output " +
-                                (enc.memory.defined() ? shape_str(enc.memory.shape()) : std::string("(undefined)")));
+  SF_EXPECT(enc.memory.defined() && enc.memory.size(0) == tgt_in.size(0), "Seq2SeqTransformer: target batch ",
+            tgt_in.size(0), " does not match the encoder output ",
+            (enc.memory.defined() ? shape_str(enc.memory.shape()) : std::string("(undefined)")));
   const std::int64_t T = tgt_in.size(1);
   const Tensor y = embed(*tgt_embed, tgt_pos.get(), tgt_in, 0);           // (B,T,D)
   const Tensor self_mask = causal_mask(T, T);                            // (T,T), TRUE = future

@@ -102,9 +102,8 @@ Tensor sublayer_input(NormPosition position, const Module& norm, const Tensor& x
 }
 
 void check_width(const char* module, const char* what, const Tensor& x, std::int64_t d_model) {
-  if (x.dim() != 3 || x.size(2) != d_model)
-    throw std::invalid_argument(std::string(module) + ": expected " + what + " of shape (B,T," +
-                                std::to_string(d_model) + "), got " + shape_str(x.shape()));
+  SF_EXPECT(x.dim() == 3 && x.size(2) == d_model, module, ": expected ", what, " of shape (B,T,", d_model, "), got ",
+            x.shape());
 }
 
 }  // namespace
@@ -259,9 +258,8 @@ Decoder::Decoder(const ModelConfig& cfg, Generator& init_gen, Generator& dropout
 // y: (B,T,D), memory: (B,S,D) -> (B,T,D)
 Tensor Decoder::forward(const Tensor& y, const Tensor& memory, const Tensor& self_mask, const Tensor& memory_mask,
                         std::vector<LayerCache>* caches, std::int64_t start_pos) const {
-  if (caches && caches->size() != layers->size())
-    throw std::invalid_argument("Decoder: the cache has " + std::to_string(caches->size()) + " layer entries, the " +
-                                "decoder " + std::to_string(layers->size()) + " layers");
+  SF_EXPECT(!caches || caches->size() == layers->size(), "Decoder: the cache has ", caches->size(),
+            " layer entries, the decoder ", layers->size(), " layers");
   Tensor h = y;
   for (std::size_t i = 0; i < layers->size(); ++i)
     h = (*layers)[i].forward(h, memory, self_mask, memory_mask, caches ? &(*caches)[i] : nullptr, start_pos);

@@ -29,10 +29,15 @@ int run_train(TrainArgs& a) {
   const train::Config cfg = train::load_config(a.config, a.overrides);
   // --trace and --trace-file without --trace-steps trace one step
   if (a.trace_options.trace_steps == 0 && (a.trace || !a.trace_options.trace_file.empty())) a.trace_options.trace_steps = 1;
+  // Only the hooks asked for are installed: an ordinary step calls none.
   train::TraceHooks trace(a.trace_options);
   explorer::AttentionSnapshots snapshots(cfg);
-  train::HookList hooks({&trace, &snapshots});
-  return train::train(cfg, {a.resume, &hooks});
+  std::vector<train::StepHooks*> asked;
+  if (a.trace_options.trace_steps > 0 || !a.trace_options.dump_graph.empty()) asked.push_back(&trace);
+  if (cfg.run.attention_snapshots) asked.push_back(&snapshots);
+  train::HookList both(asked);
+  train::StepHooks* hooks = asked.empty() ? nullptr : asked.size() == 1 ? asked[0] : &both;
+  return train::train(cfg, {a.resume, hooks});
 }
 
 }  // namespace

@@ -387,8 +387,12 @@ void backward_pair(const AttentionArgs<T>& a, const BackwardArgs<T>& bwd, std::i
       // dP = dO_i V_j^T: (rows, Dh) @ (Dh, cols), then dS = P ∘ (dP - D_i) in place.
       T* ds = w.ds.data();
       gemm(false, true, rows, cols, a.Dh, T(1), grad_output_i, a.Dh, v_j, a.Dh, T(0), ds, cols);
+      // BEGIN RELATED(softmax): softmax's backward, one tile at a time
       for (std::int64_t r = 0; r < rows; ++r)
         for (std::int64_t c = 0; c < cols; ++c) ds[r * cols + c] = p[r * cols + c] * (ds[r * cols + c] - w.d[i0 + r]);
+      // HANDOUT INSTEAD:
+      // sf::exercise::not_implemented("softmax", __func__, __FILE__);  // hidden with the softmax exercise
+      // END RELATED
 
       // dbias += dS, summed into the element each score read its bias from.
       if (bwd.dbias) {

@@ -1,5 +1,5 @@
-// Comparisons: eq, ne. Element-wise against a scalar, giving bool tensors (for building masks:
-// `eq(ids, pad_id)`). Not differentiable: no node is recorded, the result never requires grad.
+// Comparisons: eq, ne. Element-wise against a scalar, giving bool tensors (for building masks).
+// Not differentiable: no node is recorded, the result never requires grad.
 #include "autograd/kernels.h"
 #include "autograd/ops.h"
 

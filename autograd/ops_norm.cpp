@@ -140,6 +140,7 @@ void layernorm_backward(T* dx, double* dweight, double* dbias, const T* grad_out
 //   rrms = 1 / sqrt(sum_d x[d]^2 / D + eps),  out = x * rrms * weight
 template <class T>
 void rmsnorm_forward(T* out, double* rrms, const T* x, const T* weight, std::int64_t N, std::int64_t D, double eps) {
+  // BEGIN RELATED(layer_norm): the same derivation as the exercise, without the mean
   for (std::int64_t n = 0; n < N; ++n) {
     const T* x_row = x + n * D;
     double ms = 0;
@@ -150,6 +151,9 @@ void rmsnorm_forward(T* out, double* rrms, const T* x, const T* weight, std::int
     for (std::int64_t d = 0; d < D; ++d) out_row[d] = static_cast<T>(x_row[d] * r * weight[d]);
     rrms[n] = r;
   }
+  // HANDOUT INSTEAD:
+  // sf::exercise::not_implemented("layer_norm", __func__, __FILE__);  // RMSNorm is hidden with LayerNorm
+  // END RELATED
 }
 
 // grad_output, x: (N, D), weight: (D), rrms: (N) -> dx: (N, D) (if not null), dweight: (D) sum
@@ -159,6 +163,7 @@ void rmsnorm_forward(T* out, double* rrms, const T* x, const T* weight, std::int
 template <class T>
 void rmsnorm_backward(T* dx, double* dweight, const T* grad_output, const T* x, const T* weight, const double* rrms,
                       std::int64_t N, std::int64_t D) {
+  // BEGIN RELATED(layer_norm): the same derivation as the exercise, without the mean
   if (dx) {
     for (std::int64_t n = 0; n < N; ++n) {
       const T* grad_output_row = grad_output + n * D;
@@ -179,6 +184,9 @@ void rmsnorm_backward(T* dx, double* dweight, const T* grad_output, const T* x, 
     for (std::int64_t n = 0; n < N; ++n)
       for (std::int64_t d = 0; d < D; ++d) dweight[d] += static_cast<double>(grad_output[n * D + d]) * x[n * D + d] * rrms[n];
   }
+  // HANDOUT INSTEAD:
+  // sf::exercise::not_implemented("layer_norm", __func__, __FILE__);  // RMSNorm is hidden with LayerNorm
+  // END RELATED
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 # declared in TAGS_FILE (tests/TAGS.txt); on one that is not, this fails naming the tag and the
 # test cases (file and line) that carry it, and removes TEST_EXECUTABLE so the next build links
 # and checks it again.
+cmake_policy(VERSION 3.25)  # run with -P it inherits no policies from the project (CMP0007 among them)
 include("${CMAKE_CURRENT_LIST_DIR}/TestTags.cmake")
 sf_read_declared_tags("${TAGS_FILE}" declared_tags)
 

@@ -301,7 +301,7 @@ struct LeakyMaskedFill final : Node {
   }
 };
 
-// Softmax whose backward drops the "- sum_k g_k y_k" term: y * g instead of y * (g - c).
+// Softmax whose backward drops a term of the right one (a planted bug for the checks to catch).
 struct SoftmaxMissingTerm final : Node {
   Tensor y;
   const char* name() const override { return "SoftmaxMissingTerm"; }
@@ -319,7 +319,7 @@ struct SoftmaxMissingTerm final : Node {
     return out;
   }
   std::vector<Tensor> backward(const Tensor& grad_output) override {
-    return {mul(grad_output, y)};  // WRONG on purpose: misses - y * sum(grad_output * y)
+    return {mul(grad_output, y)};  // WRONG on purpose: misses a term
   }
 };
 

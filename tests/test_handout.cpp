@@ -16,6 +16,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -37,7 +38,7 @@ const fs::path kBinary = SCRATCHFORMER_BINARY;
 
 // A solution line shorter than this (trimmed) is not searched for in the handout: "}", "return
 // out;", "++i;" and the like occur everywhere, so finding one proves nothing. 16 characters
-// keeps every line that computes something specific ("gx[e] = y[e] * (g[e] - c);" is 26).
+// keeps every line that computes something specific ("a[i] = b[i] * (c[i] - d);" is 25).
 constexpr std::size_t kMinSearchedLine = 16;
 
 std::string read(const fs::path& p) {
@@ -178,7 +179,7 @@ TEST_CASE("malformed markers are errors naming file:line", "[handout][errors]") 
   fails({"int f() {", ex, "  return 1;", end, "}"}, "nn/x.cpp:4:", "without a // BEGIN SOLUTION");
   fails({ex, begin, "a();", begin, "b();", end, end}, "nn/x.cpp:4:", "regions do not nest");
   fails({"int f() {", begin, "  return 1;", end, "}"}, "nn/x.cpp:2:", "no // EXERCISE(word): comment above it");
-  fails({"  // EXERCISE(mask): a typo", begin, "x();", end}, "nn/x.cpp:1:", "unknown exercise 'mask'; valid: matmul, linear");
+  fails({"  // EXERCISE(mask): a typo", begin, "x();", end}, "nn/x.cpp:1:", "EXERCISE(mask): unknown exercise 'mask' (did you mean 'masks'?); valid: matmul, linear");
   fails({ex, begin, "x();", "  // EXERCISE(relu): inside", end}, "nn/x.cpp:4:", "inside the solution region opened at line 2");
   fails({ex, "  // BEGIN SOLUTION (part 1)", "x();", end}, "nn/x.cpp:2:", "stands alone on its line");
   fails({"  // EXERCISE(masks) no colon", begin, end}, "nn/x.cpp:1:", "expected // EXERCISE(word): what to implement");
@@ -210,6 +211,9 @@ TEST_CASE("handout of the fixture tree: files, manifests, and the walk's exclusi
   CHECK_FALSE(fs::exists(out / "runs"));
   const nlohmann::json manifest = nlohmann::json::parse(read(out / kHandoutManifest));
   CHECK(manifest["exercises"] == nlohmann::json::array({"relu", "masks"}));
+  // Only what grade reads: no commit of the teacher's tree, whose history holds the solutions.
+  CHECK(manifest.size() == 2);
+  CHECK_FALSE(std::regex_search(read(out / kHandoutManifest), std::regex("[0-9a-f]{40}")));
   CHECK(read_handout_manifest(out) == std::vector<std::string>{"relu", "masks"});
   CHECK_FALSE(read_handout_manifest(root).has_value());
   CHECK_THAT(read(out / kHandoutReadme), Contains("| `masks` | the causal mask and the padding mask | 因果掩码与填充掩码 |"));
@@ -217,7 +221,7 @@ TEST_CASE("handout of the fixture tree: files, manifests, and the walk's exclusi
   CHECK_THROWS_WITH(write_handout(h, root, out), Contains("exists and is not an empty directory"));
   CHECK_THROWS_WITH(write_handout(h, root, root / "handout"), Contains("lies inside the source tree"));
   CHECK_THROWS_WITH(make_handout(root, {"greedy"}), Contains("exercise 'greedy' has no solution region"));
-  CHECK_THROWS_WITH(make_handout(root, {"soft_max"}), Contains("unknown exercise 'soft_max'; valid: matmul"));
+  CHECK_THROWS_WITH(make_handout(root, {"soft_max"}), Contains("unknown exercise 'soft_max' (did you mean 'softmax'?); valid: matmul"));
   CHECK_THROWS_WITH(require_scratchformer_tree(root / "docs"), Contains("not a Scratchformer source tree"));
   // No half handout: a file that cannot be read stops the write and leaves nothing behind.
   Handout broken = h;
@@ -317,11 +321,55 @@ TEST_CASE("the handout command refuses bad input with exit status 2", "[handout]
   CHECK(run(bin + "--out-dir '" + (dir / "full").string() + "' 2>&1", printed) == 2);
   CHECK_THAT(printed, Contains("exists and is not an empty directory"));
   CHECK(run(bin + "--out-dir '" + (dir / "o").string() + "' --exercises softmax,nope 2>&1", printed) == 2);
-  CHECK_THAT(printed, Contains("unknown exercise 'nope'; valid: matmul, linear, relu"));
+  CHECK_THAT(printed, Contains("unknown exercise 'nope' (did you mean 'rope'?); valid: matmul, linear, relu"));
   CHECK(run(bin + "--out-dir '" + (dir / "o").string() + "' --source '" + dir.string() + "' 2>&1", printed) == 2);
   CHECK_THAT(printed, Contains("not a Scratchformer source tree"));
+  CHECK(run(bin + "--out-dir '" + (dir / "o").string() + "' --lecture atention 2>&1", printed) == 2);
+  CHECK_THAT(printed, Contains("unknown lecture 'atention'; valid: autograd, attention, positions"));
+  CHECK(run(bin + "--lecture attention --exercises masks 2>&1", printed) == 2);  // one or the other
+  CHECK(run(bin + "--exercises masks 2>&1", printed) == 2);
+  CHECK_THAT(printed, Contains("expected --out-dir DIR"));
   CHECK_FALSE(fs::exists(dir / "o"));
   fs::remove_all(dir);
+}
+
+TEST_CASE("closest_exercise suggests a word for a typo, and only for a typo", "[handout]") {
+  CHECK(closest_exercise("soft_max") == "softmax");
+  CHECK(closest_exercise("layernorm") == "layer_norm");
+  CHECK(closest_exercise("mask") == "masks");
+  CHECK(closest_exercise("cross") == "cross_entropy");  // the start of a word
+  CHECK(closest_exercise("attention").empty());           // a lecture, far from every exercise
+  CHECK(closest_exercise("xyz").empty());
+}
+
+TEST_CASE("every exercise belongs to a lecture, and --lecture picks them in course order", "[handout]") {
+  std::set<std::string> words;
+  for (const Lecture& l : lectures()) words.insert(l.word);
+  std::size_t in_lectures = 0;
+  for (const Lecture& l : lectures()) in_lectures += lecture_exercises(l.word).size();
+  for (const Exercise& e : exercises()) CHECK(words.count(e.lecture) == 1);
+  CHECK(in_lectures == exercises().size());
+  CHECK(lecture_exercises("attention") ==
+        std::vector<std::string>{"scaled_dot_product", "masks", "multi_head", "softmax"});
+  CHECK_THROWS_WITH(lecture_exercises("nope"), Contains("unknown lecture 'nope'"));
+}
+
+TEST_CASE("handout --list and --solutions print, and write nothing", "[handout][cli]") {
+  std::string printed;
+  REQUIRE(run(quoted(kBinary) + " handout --list 2>&1", printed) == 0);
+  for (const Exercise& e : exercises()) {
+    CHECK_THAT(printed, Contains("  " + e.word + " "));
+    CHECK_THAT(printed, Contains(e.title_zh));
+  }
+  CHECK_THAT(printed, Contains("attention: scaled dot-product attention"));
+  REQUIRE(run(quoted(kBinary) + " handout --solutions --exercises masks 2>&1", printed) == 0);
+  CHECK_THAT(printed, Contains("## masks: the causal mask and the padding mask"));
+  CHECK_THAT(printed, Contains("nn/attention.cpp:"));
+  CHECK_THAT(printed, !Contains("## softmax"));
+  // The key is the solution lines themselves.
+  for (const SolutionRegion& r : find_solution_regions("nn/attention.cpp", read(kSource / "nn/attention.cpp")))
+    if (r.word == "masks")
+      for (const std::string& line : r.solution) CHECK_THAT(printed, Contains(line));
 }
 
 // ---- grade ---------------------------------------------------------------------------------------

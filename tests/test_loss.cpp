@@ -29,6 +29,7 @@ constexpr double kShiftedFloat32Tol = 2e-4;
 // Smoothing 0.1 moves this loss by ~8e-3; a change below 1e-3 would mean it was ignored.
 constexpr double kVisibleChange = 1e-3;
 
+// BEGIN RELATED(cross_entropy): the loss written out plainly: the answer, held back from a handout
 // The loss of ops_loss.cpp written out naively, row by row: softmax by its definition (no
 // max shift: the test logits are small), then -sum_v q[v] log p[v], mean over kept rows.
 double plain_loss(const std::vector<double>& logits, const std::vector<std::int64_t>& targets, std::int64_t V,
@@ -67,6 +68,7 @@ std::vector<double> plain_grad(const std::vector<double>& logits, const std::vec
   }
   return grad;
 }
+// END RELATED
 
 // The smoothed target distribution q: (N, V), with zero rows where the target is ignored.
 Tensor smoothed_targets(const std::vector<std::int64_t>& targets, std::int64_t V, std::int64_t ignore_index,
@@ -92,6 +94,7 @@ using sf::test::ids;
 
 }  // namespace
 
+// BEGIN RELATED(cross_entropy): compares with that plain loss
 TEST_CASE("cross_entropy matches a hand computation on a tiny example", "[loss][cross_entropy]") {
   // N = 2 rows, V = 3 classes; row 0's gold class is 2, row 1's is 0.
   const std::vector<double> values = {1.0, 2.0, 3.0,  //
@@ -114,6 +117,7 @@ TEST_CASE("cross_entropy matches a hand computation on a tiny example", "[loss][
     CHECK(std::abs(loss.item() - 0.40760596444438) <= kFloat64Tol);
   }
 }
+// END RELATED
 
 TEST_CASE("cross_entropy of uniform logits is log V", "[loss][cross_entropy]") {
   // Every class equally likely: loss = log V whatever the targets, gradient (1/V - onehot)/N.
@@ -153,6 +157,7 @@ TEST_CASE("cross_entropy fused matches composed in value and gradient", "[loss][
   }
 }
 
+// BEGIN RELATED(cross_entropy): compares with that plain loss
 TEST_CASE("cross_entropy ignore_index rows contribute nothing", "[loss][cross_entropy]") {
   constexpr std::int64_t kV = 5, kPad = 0;  // class 0 is padding here, as in a real vocabulary
   Generator gen(23);
@@ -186,6 +191,7 @@ TEST_CASE("cross_entropy ignore_index rows contribute nothing", "[loss][cross_en
     CHECK(std::abs(loss.item() - plain_loss(logits.detach().to_vector<double>(), targets, kV, kPad, 0.0)) <= kFloat64Tol);
   }
 }
+// END RELATED
 
 TEST_CASE("cross_entropy with every row ignored is 0 with gradient 0", "[loss][cross_entropy]") {
   Generator gen(24);

@@ -419,6 +419,7 @@ def alibi_bias(n_heads, t_q, t_k, q_start, causal, dtype):
     return (-slopes[:, None, None] * distance[None]).to(dtype)
 
 
+# BEGIN RELATED(masks): the two masks in PyTorch, one line each
 def causal_mask(t_q, t_k, q_start=0):
     """-> bool (Tq,Tk), TRUE = BLOCKED where key j > query position q_start + i."""
     return torch.arange(t_k)[None, :] > (q_start + torch.arange(t_q))[:, None]
@@ -427,6 +428,14 @@ def causal_mask(t_q, t_k, q_start=0):
 def padding_mask(ids, pad_id):
     """ids (B,S) -> bool (B,1,1,S), TRUE = BLOCKED where ids is pad_id (no query reads a padding key)."""
     return (ids == pad_id)[:, None, None, :]
+# HANDOUT INSTEAD:
+# def causal_mask(t_q, t_k, q_start=0):
+#     raise NotImplementedError("hidden with the exercise masks (docs/exercises.md)")
+#
+#
+# def padding_mask(ids, pad_id):
+#     raise NotImplementedError("hidden with the exercise masks (docs/exercises.md)")
+# END RELATED
 
 
 # ---------------------------------------------------------------------------------------------

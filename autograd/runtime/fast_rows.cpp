@@ -60,6 +60,7 @@ void softmax_forward_rows_f32(const float* x, float* y, std::int64_t rows, std::
   }
 }
 
+// BEGIN RELATED(softmax): the exercise's backward, vectorised
 // The backward for contiguous float32 rows, vectorised like softmax_forward_rows_f32; the same
 // formulas as softmax_backward_kernel (ops_softmax.cpp). y, grad_output, gx: (rows, n) contiguous.
 void softmax_backward_rows_f32(const float* y, const float* grad_output, float* gx, std::int64_t rows, std::int64_t n,
@@ -85,7 +86,9 @@ void softmax_backward_rows_f32(const float* y, const float* grad_output, float* 
     }
   }
 }
+// END RELATED
 
+// BEGIN RELATED(cross_entropy): the exercise's forward and backward, vectorised
 // The cross-entropy kernels of ops_loss.cpp for float32 rows, with fast_exp.
 // logits: (N, V), targets: (N) -> row_loss, lse: (N) (both left untouched on ignored rows).
 // Vectorised: `omp simd reduction` lets the compiler split a row's max and sums over vector
@@ -153,9 +156,11 @@ void cross_entropy_rows_backward(T* dlogits, const T* logits, const std::int64_t
     d_row[y] = static_cast<T>(scale * (p_gold - (q_floor + (1 - smoothing))));
   }
 }
+// END RELATED
 
 // ---- layer norm and rms norm: the kernels of ops_norm.cpp in SIMD lanes and column blocks -----
 
+// BEGIN RELATED(layer_norm): the exercise's kernels (and RMSNorm's, the same derivation), vectorised
 // The weight and bias gradients sum over rows; threads take blocks of this many columns.
 constexpr std::int64_t kNormColumnBlock = 64;
 
@@ -292,6 +297,7 @@ void rmsnorm_backward_rows(T* dx, double* dweight, const T* grad_output, const T
     }
   }
 }
+// END RELATED
 
 // Whether dim d of `shape` is a row of contiguous values (every dim after it has size 1); then
 // `rows` gets the number of rows, the product of the sizes before d.
@@ -313,13 +319,18 @@ bool softmax(const Tensor& x, Tensor& y, std::int64_t d, bool log) {
   return true;
 }
 
+// BEGIN RELATED(softmax): the vectorised backward, hidden with the exercise: the op runs the student's kernel
 bool softmax_backward(const Tensor& y, const Tensor& dy, Tensor& dx, std::int64_t d, bool log) {
   std::int64_t rows = 0;
   if (y.dtype() != Dtype::Float32 || !rows_along(y.shape(), d, rows)) return false;
   softmax_backward_rows_f32(y.data<float>(), dy.data<float>(), dx.data<float>(), rows, y.size(d), log);
   return true;
 }
+// HANDOUT INSTEAD:
+// bool softmax_backward(const Tensor& y, const Tensor& dy, Tensor& dx, std::int64_t d, bool log) { return false; }
+// END RELATED
 
+// BEGIN RELATED(cross_entropy): the vectorised kernels, hidden with the exercise: the op runs the student's kernels
 bool cross_entropy(const Tensor& logits, const std::int64_t* targets, std::int64_t ignore_index, double smoothing,
                    double* row_loss, double* lse) {
   if (logits.dtype() != Dtype::Float32) return false;
@@ -335,7 +346,18 @@ bool cross_entropy_backward(const Tensor& logits, const std::int64_t* targets, c
                                      logits.size(1), ignore_index, smoothing, scale);
   return true;
 }
+// HANDOUT INSTEAD:
+// bool cross_entropy(const Tensor& logits, const std::int64_t* targets, std::int64_t ignore_index, double smoothing,
+//                    double* row_loss, double* lse) {
+//   return false;
+// }
+// bool cross_entropy_backward(const Tensor& logits, const std::int64_t* targets, const double* lse,
+//                             std::int64_t ignore_index, double smoothing, double scale, Tensor& dlogits) {
+//   return false;
+// }
+// END RELATED
 
+// BEGIN RELATED(layer_norm): the vectorised kernels, hidden with the exercise: the ops run the student's kernels
 bool layernorm_forward(float* out, double* mean, double* rstd, const float* x, const float* weight, const float* bias,
                        std::int64_t N, std::int64_t D, double eps) {
   layernorm_forward_rows<float>(out, mean, rstd, x, weight, bias, N, D, eps);
@@ -359,5 +381,23 @@ bool rmsnorm_backward(float* dx, double* dweight, const float* grad_output, cons
   rmsnorm_backward_rows<float>(dx, dweight, grad_output, x, weight, rrms, N, D);
   return true;
 }
+// HANDOUT INSTEAD:
+// bool layernorm_forward(float* out, double* mean, double* rstd, const float* x, const float* weight, const float* bias,
+//                        std::int64_t N, std::int64_t D, double eps) {
+//   return false;
+// }
+// bool layernorm_backward(float* dx, double* dweight, double* dbias, const float* grad_output, const float* x,
+//                         const float* weight, const double* mean, const double* rstd, std::int64_t N, std::int64_t D) {
+//   return false;
+// }
+// bool rmsnorm_forward(float* out, double* rrms, const float* x, const float* weight, std::int64_t N, std::int64_t D,
+//                      double eps) {
+//   return false;
+// }
+// bool rmsnorm_backward(float* dx, double* dweight, const float* grad_output, const float* x, const float* weight,
+//                       const double* rrms, std::int64_t N, std::int64_t D) {
+//   return false;
+// }
+// END RELATED
 
 }  // namespace sf::fast

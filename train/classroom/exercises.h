@@ -17,6 +17,14 @@ struct Exercise {
   std::string title;               // one line of English: what the student writes
   std::string title_zh;            // the same in Chinese
   std::vector<std::string> where;  // the files holding its solution regions, from the source root
+  std::string lecture;             // the lecture it belongs to: a word of lectures()
+};
+
+// A lecture of the course and the exercises that go with it (`handout --lecture attention`).
+struct Lecture {
+  std::string word;      // "attention"
+  std::string title;     // "scaled dot-product attention, masks, heads"
+  std::string title_zh;  // the same in Chinese
 };
 
 // Every exercise, in course order (matmul first, greedy last).
@@ -28,5 +36,13 @@ const Exercise* find_exercise(const std::string& word);
 const Exercise& require_exercise(const std::string& word, const std::string& context);
 // "matmul, linear, relu, ...": the words in course order, for error messages.
 std::string exercise_words();
+// The word of the registry closest to a misspelt one (at most two edits away, or a word it is
+// the start of), or "" when none is close: "soft_max" -> "softmax".
+std::string closest_exercise(const std::string& word);
+
+// The course's lectures, in course order, and the exercises of one of them (course order).
+const std::vector<Lecture>& lectures();
+// The exercises of lecture `word`; otherwise throws std::invalid_argument naming the lectures.
+std::vector<std::string> lecture_exercises(const std::string& word);
 
 }  // namespace sf::train

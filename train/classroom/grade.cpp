@@ -187,13 +187,17 @@ void grade_gradcheck(const Exercise& e, ExerciseGrade& g) {
   }
 }
 
-std::string one_line(const std::string& s, std::size_t width) {
-  std::string line;
-  for (char c : s) line += (c == '\n' || c == '\r' || c == '\t') ? ' ' : c;
-  if (line.size() <= width) return line;
-  std::size_t cut = width - 3;
-  while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80) --cut;  // not inside a UTF-8 character
-  return line.substr(0, cut) + "...";
+// Every line of `s`, in full, each after `indent` spaces (the expected and got values of a failed
+// check are what the student needs: nothing is cut).
+std::string indented(const std::string& s, std::size_t indent) {
+  std::string out = std::string(indent, ' ');
+  for (char c : s) {
+    if (c == '\r') continue;
+    out += c == '\t' ? ' ' : c;
+    if (c == '\n') out += std::string(indent, ' ');
+  }
+  while (!out.empty() && (out.back() == ' ' || out.back() == '\n')) out.pop_back();
+  return out;
 }
 
 // `s` followed by spaces up to `width` terminal columns (a CJK character takes two).
@@ -294,8 +298,8 @@ std::string format_grade_header() {
 std::string format_grade_row(const ExerciseGrade& g) {
   std::string row = pad(g.word, 19) + " " + pad(grade_status_label(g.status), 17) + " " +
                     pad(std::to_string(g.tests_passed) + "/" + std::to_string(g.tests_total), 7) + " " + pad(g.gradcheck, 9) +
-                    " " + g.title;
-  if (!g.first_failure.empty()) row += "\n" + std::string(20, ' ') + one_line(g.first_failure, 160);
+                    " " + g.title + " / " + g.title_zh;
+  if (!g.first_failure.empty()) row += "\n" + indented(g.first_failure, 20);
   return row + "\n";
 }
 

@@ -22,6 +22,9 @@ namespace {
 constexpr std::string_view kBegin = "// BEGIN SOLUTION";
 constexpr std::string_view kEnd = "// END SOLUTION";
 constexpr std::string_view kExercise = "// EXERCISE(";
+constexpr std::string_view kRelated = "BEGIN RELATED(";  // after the file's comment mark
+constexpr std::string_view kInstead = "HANDOUT INSTEAD:";
+constexpr std::string_view kEndRelated = "END RELATED";
 
 // One line of a file: its text without "\n" and whether a "\n" ended it.
 struct Line {
@@ -45,9 +48,9 @@ std::vector<Line> split_lines(const std::string& text) {
 }
 
 std::string_view trimmed(std::string_view s) {
-  const std::size_t first = s.find_first_not_of(" \t");
+  const std::size_t first = s.find_first_not_of(" \t\r\n");
   if (first == std::string_view::npos) return {};
-  const std::size_t last = s.find_last_not_of(" \t\r");
+  const std::size_t last = s.find_last_not_of(" \t\r\n");
   return s.substr(first, last - first + 1);
 }
 
@@ -76,8 +79,7 @@ std::string exercise_word(const std::string& path, int line_no, const std::strin
   if (close == std::string_view::npos)
     throw std::invalid_argument(where + ": '" + std::string(t.substr(0, 40)) + "': expected // EXERCISE(word): what to implement");
   const std::string word(t.substr(kExercise.size(), close - kExercise.size()));
-  if (!find_exercise(word))
-    throw std::invalid_argument(where + ": EXERCISE(" + word + "): unknown exercise '" + word + "'; valid: " + exercise_words());
+  if (!find_exercise(word)) require_exercise(word, where + ": EXERCISE(" + word + ")");  // throws, naming the closest
   return word;
 }
 
@@ -153,6 +155,8 @@ std::vector<std::string> walked_files(const fs::path& root) {
 
 }  // namespace
 
+std::string read_text(const fs::path& path) { return read_file(path); }
+
 std::vector<SolutionRegion> find_solution_regions(const std::string& path, const std::string& text) {
   std::vector<SolutionRegion> regions;
   std::string word;
@@ -188,6 +192,82 @@ std::vector<SolutionRegion> find_solution_regions(const std::string& path, const
   return regions;
 }
 
+namespace {
+// "//" for C++, "#" for Python: the comment mark of a related region's lines.
+std::string comment_mark(const std::string& path) { return fs::path(path).extension() == ".py" ? "#" : "//"; }
+
+// The text after the comment mark and one space, when the trimmed line starts with the mark.
+std::optional<std::string> comment_text(const std::string& line, const std::string& mark) {
+  const std::string_view t = trimmed(line);
+  if (!t.starts_with(mark)) return std::nullopt;
+  std::string_view rest = t.substr(mark.size());
+  if (rest.starts_with(" ")) rest.remove_prefix(1);
+  return std::string(rest);
+}
+}  // namespace
+
+std::vector<RelatedRegion> find_related_regions(const std::string& path, const std::string& text) {
+  std::vector<RelatedRegion> regions;
+  std::optional<RelatedRegion> open;
+  const std::string mark = comment_mark(path);
+  const std::vector<Line> lines = split_lines(text);
+  for (int i = 0; i < static_cast<int>(lines.size()); ++i) {
+    const int no = i + 1;
+    const std::string where = path + ":" + std::to_string(no);
+    const std::optional<std::string> c = comment_text(lines[i].text, mark);
+    if (c && c->starts_with(kRelated)) {
+      if (open) throw std::invalid_argument(where + ": BEGIN RELATED inside the region opened at line " + std::to_string(open->begin_line));
+      const std::size_t close = c->find(')');
+      if (close == std::string::npos) throw std::invalid_argument(where + ": expected " + mark + " BEGIN RELATED(word): why");
+      const std::string word = c->substr(kRelated.size(), close - kRelated.size());
+      require_exercise(word, where + ": BEGIN RELATED(" + word + ")");
+      open = RelatedRegion{word, no, 0, 0};
+    } else if (c && *c == kInstead) {
+      if (!open || open->instead_line) throw std::invalid_argument(where + ": HANDOUT INSTEAD outside a related region, or twice in one");
+      open->instead_line = no;
+    } else if (c && *c == kEndRelated) {
+      if (!open) throw std::invalid_argument(where + ": END RELATED without a BEGIN RELATED above it");
+      open->end_line = no;
+      regions.push_back(*open);
+      open.reset();
+    } else if (open && open->instead_line && !c && !trimmed(lines[i].text).empty()) {
+      throw std::invalid_argument(where + ": the lines after HANDOUT INSTEAD are comments (" + mark + " code), up to END RELATED");
+    }
+  }
+  if (open) throw std::invalid_argument(path + ":" + std::to_string(open->begin_line) + ": BEGIN RELATED has no END RELATED below it");
+  return regions;
+}
+
+std::string resolve_related(const std::string& path, const std::string& text, const std::vector<std::string>& chosen) {
+  const std::vector<RelatedRegion> regions = find_related_regions(path, text);
+  if (regions.empty()) return text;
+  const std::string mark = comment_mark(path);
+  const std::vector<Line> lines = split_lines(text);
+  std::string out;
+  std::size_t next = 0;
+  for (int i = 0; i < static_cast<int>(lines.size()); ++i) {
+    const int no = i + 1;
+    while (next < regions.size() && no > regions[next].end_line) ++next;
+    const bool inside = next < regions.size() && no >= regions[next].begin_line;
+    std::string line = lines[i].text;
+    if (inside) {
+      const RelatedRegion& r = regions[next];
+      if (no == r.begin_line || no == r.instead_line || no == r.end_line) continue;
+      const bool in_instead = r.instead_line && no > r.instead_line;
+      if (contains(chosen, r.word) != in_instead) continue;  // hidden code, or an unused INSTEAD line
+      if (in_instead) {  // "    // code" -> "    code"
+        const std::size_t at = line.find(mark);
+        std::size_t cut = at + mark.size();
+        if (cut < line.size() && line[cut] == ' ') ++cut;
+        line = line.substr(0, at) + line.substr(cut);
+        if (trimmed(line).empty()) line.clear();  // "  //" stands for an empty line
+      }
+    }
+    out += line + (lines[i].newline ? "\n" : "");
+  }
+  return out;
+}
+
 std::string handout_text(const std::string& path, const std::string& text, const std::vector<std::string>& chosen,
                          std::vector<std::string>* stubbed) {
   const std::vector<SolutionRegion> regions = find_solution_regions(path, text);  // checks every marker
@@ -209,6 +289,10 @@ std::string handout_text(const std::string& path, const std::string& text, const
     out += lines[i].text + (lines[i].newline ? "\n" : "");
   }
   return out;
+}
+
+bool may_hold_related(const std::string& path) {
+  return may_hold_regions(path) || (!path.starts_with("tests/data/") && fs::path(path).extension() == ".py");
 }
 
 bool may_hold_regions(const std::string& path) {
@@ -241,24 +325,20 @@ Handout make_handout(const fs::path& root, const std::vector<std::string>& words
   for (const std::string& w : h.words) h.stubs[w] = 0;
   for (const std::string& path : source_files(root)) {
     HandoutFile f{path, false, "", {}};
-    if (may_hold_regions(path)) {
+    if (may_hold_related(path)) {
       const std::string text = read_file(root / path);
-      if (text.find(kBegin) != std::string::npos || text.find(kEnd) != std::string::npos ||
-          text.find(kExercise) != std::string::npos) {
-        f.text = handout_text(path, text, h.words, &f.stubbed);
-        f.changed = f.text != text;
-        if (!f.changed) f.text.clear();
-      }
+      std::string out = text.find(kRelated) != std::string::npos ? resolve_related(path, text, h.words) : text;
+      if (may_hold_regions(path) && (text.find(kBegin) != std::string::npos || text.find(kEnd) != std::string::npos ||
+                                     text.find(kExercise) != std::string::npos))
+        out = handout_text(path, out, h.words, &f.stubbed);
+      f.changed = out != text;
+      if (f.changed) f.text = std::move(out);
     }
     for (const std::string& w : f.stubbed) ++h.stubs[w];
     h.files.push_back(std::move(f));
   }
   for (const auto& [w, n] : h.stubs)
     if (n == 0) throw std::invalid_argument("handout: exercise '" + w + "' has no solution region (// BEGIN SOLUTION) in " + root.string());
-  if (fs::exists(root / ".git")) {
-    const auto [out, status] = run_command("git -C " + shell_quote(root.string()) + " rev-parse HEAD 2>/dev/null");
-    if (status == 0) h.source_commit = std::string(trimmed(out));
-  }
   return h;
 }
 
@@ -266,7 +346,6 @@ std::string handout_manifest_json(const Handout& h) {
   nlohmann::json j;
   j["scratchformer_handout"] = 1;
   j["exercises"] = h.words;
-  j["source_commit"] = h.source_commit;
   return j.dump(2) + "\n";
 }
 

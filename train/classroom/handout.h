@@ -8,6 +8,20 @@
 //     ...the solution...
 //     // END SOLUTION
 //
+// Code elsewhere that would give a chosen exercise's answer away in another form (the fast twin
+// of the kernel, a test that quotes the answer, a planted-bug mutant, a reference function) is
+// a related region, hidden with the exercise (C++ `//` or Python `#` comments):
+//
+//     // BEGIN RELATED(layer_norm): the float32 twin of the exercise's kernels
+//     ...code that stays in the teacher's tree...
+//     // HANDOUT INSTEAD:                           <- optional: what the handout has in its place,
+//     // bool layernorm_forward(...) { return false; }   as comment lines, uncommented there
+//     // END RELATED
+//
+// For a chosen exercise the region becomes its INSTEAD lines without their comment marks (or
+// nothing); otherwise the code stays and the marker and INSTEAD lines go. The handout audit
+// (handout_audit.h) finds what a related region should hide.
+//
 // For a chosen exercise the lines from BEGIN to END (both included) become one line at BEGIN's
 // indentation, `sf::exercise::not_implemented("masks", __func__, __FILE__);`. For the others the
 // solution stays and only the two marker lines go. A region's exercise is the word of the nearest
@@ -40,14 +54,32 @@ struct SolutionRegion {
 // std::invalid_argument "path:line: ..." on a malformed marker or an unknown exercise word.
 std::vector<SolutionRegion> find_solution_regions(const std::string& path, const std::string& text);
 
+// One related region of one file (lines 1-based): BEGIN RELATED, HANDOUT INSTEAD (0: none), END.
+struct RelatedRegion {
+  std::string word;
+  int begin_line = 0, instead_line = 0, end_line = 0;
+};
+// The related regions of one file's text, in order; throws "path:line: ..." on a malformed
+// marker (one left open, an END without BEGIN, an INSTEAD line that is not a comment, an
+// unknown word).
+std::vector<RelatedRegion> find_related_regions(const std::string& path, const std::string& text);
+// The text with each related region resolved: hidden (its INSTEAD lines) for a chosen word, kept
+// (its markers and INSTEAD lines dropped) for the others.
+std::string resolve_related(const std::string& path, const std::string& text, const std::vector<std::string>& chosen);
+
 // The handout text of one file: chosen regions stubbed, the others' markers dropped. Appends the
 // word of each stubbed region to `stubbed` when given. Throws like find_solution_regions.
 std::string handout_text(const std::string& path, const std::string& text, const std::vector<std::string>& chosen,
                          std::vector<std::string>* stubbed = nullptr);
 
-// True for the files whose markers count: C++ sources outside tests/data/. `path` is relative
+// A file's bytes; throws std::runtime_error "path: cannot read".
+std::string read_text(const std::filesystem::path& path);
+
+// True for the files whose markers count: C++ sources outside tests/data/ (related regions may
+// also be in Python files, may_hold_related). `path` is relative
 // to the source root, with '/' separators.
 bool may_hold_regions(const std::string& path);
+bool may_hold_related(const std::string& path);
 
 // The files of the tree at `root`, relative, sorted: `git ls-files --cached --others
 // --exclude-standard` when root has a .git (so no build outputs, runs or ignored files, but the
@@ -69,7 +101,6 @@ struct Handout {
   std::vector<std::string> words;  // the chosen exercises, in course order
   std::vector<HandoutFile> files;  // every file of the handout except its manifest files
   std::map<std::string, int> stubs;  // regions stubbed per chosen word
-  std::string source_commit;       // `git rev-parse HEAD` of the root, or empty
 };
 
 // The handout of the tree at `root` for `words` (each a registry word; empty = all). Every file

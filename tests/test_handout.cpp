@@ -440,3 +440,19 @@ TEST_CASE("parse_catch_xml: a report cut short by a crash counts the open case a
   CHECK(r.total == 2);
   CHECK_THAT(r.first_failure, Contains("stopped inside a test case"));
 }
+
+TEST_CASE("parse_catch_xml: an exception inside a checked expression is reported by its message", "[handout]") {
+  // What Catch2 v2 writes when a REQUIRE's expression throws (the grade of a half-done exercise).
+  const std::string xml =
+      "<Catch name=\"t\"><Group name=\"t\"><TestCase name=\"a\" filename=\"t.cpp\" line=\"1\">"
+      "<Info>gradcheck entry masks</Info>"
+      "<Expression success=\"false\" filename=\"/src/tests/t.cpp\" line=\"41\">"
+      "<Original>{Unknown expression after the reported line}</Original>"
+      "<Expanded>{Unknown expression after the reported line}</Expanded>"
+      "<Exception filename=\"/src/tests/t.cpp\" line=\"41\">exercise: implement padding_mask</Exception>"
+      "</Expression><OverallResult success=\"false\"/></TestCase></Group></Catch>";
+  const CatchReport r = parse_catch_xml(xml, "/src");
+  CHECK(r.total == 1);
+  CHECK(r.passed == 0);
+  CHECK(r.first_failure == "tests/t.cpp:41: exception: exercise: implement padding_mask (with gradcheck entry masks)");
+}

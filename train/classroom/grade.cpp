@@ -99,6 +99,8 @@ std::string shorter_path(const std::string& file, const std::string& source_root
 struct FailureBuilder {
   std::string kind, where, original, expanded, text;
   std::string message() const {
+    // An exception thrown inside a checked expression: Catch2 nests it and has no expression text.
+    if (kind == "Expression" && !text.empty()) return where + ": exception: " + text;
     if (kind == "Expression") return where + ": " + original + " got " + expanded;
     if (kind == "Exception") return where + ": exception: " + text;
     if (kind == "FatalErrorCondition") return where + ": fatal error: " + text;
@@ -215,7 +217,7 @@ const char* status_word(GradeStatus s) {
 }  // namespace
 
 const std::vector<std::string>& test_programs() {
-  static const std::vector<std::string> kPrograms = {"autograd_tests", "nn_tests", "data_tests", "train_tests", "reference_tests"};
+  static const std::vector<std::string> kPrograms = {"autograd_tests", "nn_tests", "data_tests", "exercise_tests", "train_tests", "reference_tests"};
   return kPrograms;
 }
 

@@ -1,4 +1,5 @@
-// Grading a handout, for `scratchformer grade` (train/cli/cmd_grade.cpp; docs/exercises.md).
+// Grading a handout, for `scratchformer grade` (train/cli/cmd_grade.cpp; docs/exercises.md); the
+// teacher-side grade of student copies builds on it (grade_student.h).
 //
 // An exercise is done when (a) its gradcheck entry (gradcheck_suite.h, named like the exercise)
 // passes, run in this process, and (b) every Catch2 test tagged [word] passes in the test

@@ -2,9 +2,12 @@
 // them in the teacher's tree): each one's gradcheck entry and its tagged Catch2 tests
 // (train/classroom/grade.h), one row per exercise as it finishes, a total and a GRADE line.
 // Exit status 0 when every exercise is done, 1 when some are not, 2 on bad input or a grade error.
+// On the teacher's side, `grade --student DIR` and `grade --collect DIR... [--csv FILE]` grade
+// student copies in a clean tree with the teacher's tests (train/classroom/grade_student.h).
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -12,6 +15,7 @@
 
 #include "train/classroom/exercises.h"
 #include "train/classroom/grade.h"
+#include "train/classroom/grade_student.h"
 #include "train/classroom/handout.h"
 #include "train/cli/commands.h"
 
@@ -26,6 +30,10 @@ struct GradeArgs {
   bool json = false;
   std::string tests_dir;               // empty: <directory of this program>/tests
   std::string source = SCRATCHFORMER_SOURCE_DIR;
+  std::vector<std::string> students;   // --student DIR (one) or --collect DIR... (a class)
+  bool collect = false;
+  std::string work;                    // empty: <source>/build/grading
+  std::string csv;                     // --collect: the gradebook file (empty: standard output)
 };
 
 fs::path program_dir() {
@@ -44,7 +52,47 @@ std::vector<std::string> words_to_grade(const GradeArgs& a) {
   return all;
 }
 
+// The exercises a student copy asks for: --exercise, else its handout.json.
+std::vector<std::string> student_words(const GradeArgs& a, const fs::path& dir) {
+  for (const std::string& w : a.exercises) train::require_exercise(w, "grade --exercise");
+  if (!a.exercises.empty()) return a.exercises;
+  if (auto words = train::read_handout_manifest(dir)) return *words;
+  throw std::invalid_argument("grade: " + dir.string() + " has no handout.json; name the exercises with --exercise");
+}
+
+// Teacher-side grading of one copy (--student) or a class (--collect): a table per student, and
+// for --collect the CSV gradebook.
+int run_grade_students(const GradeArgs& a) {
+  train::GradingTree tree{a.source, a.work.empty() ? fs::path(a.source) / "build" / "grading" : fs::path(a.work)};
+  const fs::path tests_dir = a.tests_dir.empty() ? program_dir() / "tests" : fs::path(a.tests_dir);
+  for (const std::string& d : a.students)
+    if (!fs::is_directory(d)) throw std::invalid_argument("grade: student copy " + d + " is not a directory");
+  const std::vector<std::string> words = student_words(a, a.students.front());
+  std::vector<train::StudentGrade> graded;
+  bool all_done = true;
+  for (const std::string& d : a.students) {
+    graded.push_back(train::grade_student(tree, d, student_words(a, d), tests_dir, std::cerr));
+    std::cerr << graded.back().name << ":\n" << train::format_grade_header();
+    for (const train::ExerciseGrade& g : graded.back().grades) {
+      std::cerr << train::format_grade_row(g);
+      all_done &= g.status == train::GradeStatus::done;
+    }
+    std::cerr << train::format_grade_total(graded.back().grades) << "\n";
+  }
+  const std::string book = train::gradebook_csv(graded, words);
+  if (!a.collect || a.csv.empty()) {
+    std::cout << book;
+  } else {
+    std::ofstream out(a.csv);
+    out << book;
+    if (!out) throw std::runtime_error("grade --csv: cannot write " + a.csv);
+    std::cerr << "wrote " << a.csv << " (" << graded.size() << " students) / 已写入成绩表\n";
+  }
+  return all_done ? 0 : 1;
+}
+
 int run_grade(const GradeArgs& a) {
+  if (!a.students.empty()) return run_grade_students(a);
   const std::vector<std::string> words = words_to_grade(a);
   train::GradeOptions opt;
   opt.tests_dir = a.tests_dir.empty() ? program_dir() / "tests" : fs::path(a.tests_dir);
@@ -82,6 +130,14 @@ Command add_grade_command(CLI::App& app) {
   cmd->add_flag("--json", a->json, "Print every row as one JSON document instead of the table");
   cmd->add_option("--tests-dir", a->tests_dir, "Where the test programs are (default: tests/ beside this program)");
   cmd->add_option("--source", a->source, "The source tree whose handout.json lists the exercises (default: the one this program was built from)");
+  CLI::Option* student = cmd->add_option(
+      "--student", a->students, "Teacher: grade this student copy of a handout with the teacher's tests, in a clean tree");
+  CLI::Option* collect = cmd->add_option("--collect", a->students,
+                                         "Teacher: grade every student copy given (DIR...) into a CSV gradebook");
+  student->expected(1)->excludes(collect);
+  collect->expected(1, -1)->each([a](const std::string&) { a->collect = true; });
+  cmd->add_option("--work", a->work, "Teacher: where the clean grading tree and its build live (default: build/grading)");
+  cmd->add_option("--csv", a->csv, "Teacher, with --collect: write the gradebook here instead of standard output");
   return {cmd, [a] { return run_grade(*a); }};
 }
 

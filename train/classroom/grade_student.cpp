@@ -1,0 +1,234 @@
+// Grading on the teacher's side (grade_student.h).
+#include "train/classroom/grade_student.h"
+
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <ostream>
+#include <sstream>
+#include <stdexcept>
+
+#include "train/classroom/exercises.h"
+#include "train/classroom/handout.h"
+
+namespace sf::train {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+std::size_t indent_of(const std::string& line) {
+  const std::size_t n = line.find_first_not_of(" \t");
+  return n == std::string::npos ? line.size() : n;
+}
+
+std::string trim(const std::string& s) {
+  const std::size_t a = s.find_first_not_of(" \t\r");
+  if (a == std::string::npos) return "";
+  return s.substr(a, s.find_last_not_of(" \t\r") - a + 1);
+}
+
+// The output (stdout and stderr) of a shell command and its exit status.
+std::pair<std::string, int> run(const std::string& command) {
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (!pipe) throw std::runtime_error("cannot run: " + command);
+  std::string out;
+  char buf[4096];
+  for (std::size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
+  const int status = pclose(pipe);
+  return {out, WIFEXITED(status) ? WEXITSTATUS(status) : -1};
+}
+
+std::string quoted(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// Writes `text` to `path` only when it differs, so the build recompiles only what changed.
+void write_if_changed(const fs::path& path, const std::string& text) {
+  if (fs::exists(path) && read_text(path) == text) return;
+  fs::create_directories(path.parent_path());
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  if (!out) throw std::runtime_error(path.string() + ": cannot write");
+}
+
+// The first line of a build log that names an error, or its last line.
+std::string first_error(const std::string& log) {
+  const std::vector<std::string> lines = lines_of(log);
+  for (const std::string& l : lines)
+    if (l.find("error:") != std::string::npos || l.find("Error ") != std::string::npos) return trim(l);
+  return lines.empty() ? "the build failed" : trim(lines.back());
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+}  // namespace
+
+std::vector<std::vector<std::string>> student_regions(const std::string& path, const std::string& student_text,
+                                                      const std::string& word, int count) {
+  const std::vector<std::string> lines = lines_of(student_text);
+  const std::string marker = "// EXERCISE(" + word + "):";
+  std::vector<std::vector<std::string>> regions;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    if (!trim(lines[i]).starts_with(marker)) continue;
+    const std::size_t indent = indent_of(lines[i]);
+    std::size_t at = i + 1;
+    while (at < lines.size() && trim(lines[at]).starts_with("//")) ++at;  // the rest of the comment
+    std::vector<std::string> region;
+    for (; at < lines.size(); ++at) {
+      const std::string t = trim(lines[at]);
+      if (t.starts_with("}") && indent_of(lines[at]) < indent) break;  // the function's closing brace
+      region.push_back(lines[at]);
+    }
+    if (at == lines.size())
+      throw std::invalid_argument(path + ":" + std::to_string(i + 1) + ": EXERCISE(" + word +
+                                  ") is not followed by the end of its function");
+    regions.push_back(std::move(region));
+    i = at;
+  }
+  if (static_cast<int>(regions.size()) != count)
+    throw std::invalid_argument(path + ": expected " + std::to_string(count) + " // EXERCISE(" + word +
+                                "): comment(s), as in the handout, found " + std::to_string(regions.size()));
+  return regions;
+}
+
+std::string merge_student_file(const std::string& path, const std::string& teacher_text,
+                               const std::string& student_text, const std::vector<std::string>& words) {
+  const std::string text = resolve_related(path, teacher_text, {});  // the teacher's code, markers dropped
+  const std::vector<SolutionRegion> regions = find_solution_regions(path, text);
+  std::map<std::string, std::vector<std::vector<std::string>>> written;  // word -> the student's regions
+  for (const std::string& w : words) {
+    const auto n = std::count_if(regions.begin(), regions.end(), [&](const SolutionRegion& r) { return r.word == w; });
+    if (n > 0) written[w] = student_regions(path, student_text, w, static_cast<int>(n));
+  }
+  std::map<std::string, std::size_t> used;
+  const std::vector<std::string> lines = lines_of(text);
+  std::string out;
+  std::size_t next = 0;
+  for (int i = 0; i < static_cast<int>(lines.size()); ++i) {
+    const int no = i + 1;
+    if (next < regions.size() && no == regions[next].begin_line) {
+      const SolutionRegion& r = regions[next++];
+      if (written.count(r.word)) {
+        for (const std::string& l : written[r.word][used[r.word]++]) out += l + "\n";
+        i = r.end_line - 1;  // the teacher's solution and END line give way
+      }
+      continue;  // BEGIN's line
+    }
+    if (next > 0 && no == regions[next - 1].end_line) continue;  // an unchosen region's END
+    out += lines[i] + "\n";
+  }
+  return out;
+}
+
+std::vector<std::string> programs_for(const fs::path& tests_dir, const std::string& word) {
+  std::vector<std::string> programs;
+  for (const std::string& p : test_programs()) {
+    const fs::path program = tests_dir / p;
+    if (!fs::is_regular_file(program))
+      throw std::invalid_argument("grade: the teacher's test program " + program.string() +
+                                  " is not built (cmake --build --preset release)");
+    const auto [out, status] = run(quoted(program.string()) + " --list-test-names-only " + quoted("[" + word + "]"));
+    if (status >= 0 && !trim(out).empty()) programs.push_back(p);
+  }
+  return programs;
+}
+
+StudentGrade grade_student(const GradingTree& tree, const fs::path& student_dir, const std::vector<std::string>& words,
+                           const fs::path& teacher_tests_dir, std::ostream& progress) {
+  StudentGrade s{fs::absolute(student_dir).lexically_normal().filename().string(), {}};
+  if (s.name.empty()) s.name = fs::absolute(student_dir).lexically_normal().parent_path().filename().string();
+  const fs::path work_tree = tree.work / "tree";
+  // 1. The grading tree: the teacher's files, with the student's regions in the exercises' files.
+  std::vector<std::string> exercise_files;
+  for (const std::string& w : words)
+    for (const std::string& f : require_exercise(w, "grade --student").where)
+      if (std::find(exercise_files.begin(), exercise_files.end(), f) == exercise_files.end()) exercise_files.push_back(f);
+  for (const std::string& f : source_files(tree.teacher)) {
+    const std::string teacher = read_text(tree.teacher / f);
+    if (std::find(exercise_files.begin(), exercise_files.end(), f) == exercise_files.end()) {
+      write_if_changed(work_tree / f, teacher);
+      continue;
+    }
+    if (!fs::is_regular_file(student_dir / f))
+      throw std::invalid_argument(student_dir.string() + ": " + f + " is missing (is it a handout copy?)");
+    write_if_changed(work_tree / f, merge_student_file(f, teacher, read_text(student_dir / f), words));
+  }
+  // 2. Build the test programs that hold the exercises' tests (reference preset).
+  std::vector<std::vector<std::string>> programs;
+  std::vector<std::string> targets;
+  for (const std::string& w : words) {
+    programs.push_back(programs_for(teacher_tests_dir, w));
+    for (const std::string& p : programs.back())
+      if (std::find(targets.begin(), targets.end(), p) == targets.end()) targets.push_back(p);
+  }
+  const fs::path build = work_tree / "build" / "reference";
+  std::string command = "cd " + quoted(work_tree.string()) + " && ";
+  if (!fs::exists(build / "CMakeCache.txt")) command += "cmake --preset reference >/dev/null && ";
+  command += "cmake --build --preset reference --target";
+  for (const std::string& t : targets) command += " " + t;
+  progress << s.name << ": building " << (targets.empty() ? std::string("nothing") : targets.front())
+           << (targets.size() > 1 ? " and more" : "") << " in " << work_tree.string()
+           << " (the first build takes minutes) / 构建中\n" << std::flush;
+  const auto [log, status] = targets.empty() ? std::pair<std::string, int>{"", 0} : run(command);
+  // 3. Their tests, tagged [word] (the gradcheck suite's rows for the word among them).
+  for (std::size_t k = 0; k < words.size(); ++k) {
+    const Exercise& e = require_exercise(words[k], "grade --student");
+    if (status != 0) {
+      s.grades.push_back({e.word, e.title, e.title_zh, GradeStatus::error, 0, 0, "-", "build: " + first_error(log)});
+      continue;
+    }
+    GradeOptions opt;
+    opt.tests_dir = build / "tests";
+    opt.source_root = work_tree.string();
+    opt.programs = programs[k];
+    opt.test_spec = [](const std::string& word) { return "[" + word + "]"; };
+    opt.run_gradcheck = false;
+    s.grades.push_back(grade_exercise(e, opt));
+  }
+  return s;
+}
+
+std::string gradebook_csv(const std::vector<StudentGrade>& students, const std::vector<std::string>& words) {
+  std::string out = "student";
+  for (const std::string& w : words) out += "," + w + "," + w + " tests";
+  out += ",done,total,first failure\n";
+  for (const StudentGrade& s : students) {
+    out += csv_field(s.name);
+    int done = 0;
+    std::string first;
+    for (const ExerciseGrade& g : s.grades) {
+      const char* status = g.status == GradeStatus::done ? "done" : g.status == GradeStatus::failing ? "failing" : "error";
+      out += std::string(",") + status + "," + std::to_string(g.tests_passed) + "/" + std::to_string(g.tests_total);
+      done += g.status == GradeStatus::done;
+      if (first.empty() && g.status != GradeStatus::done) first = g.word + ": " + g.first_failure;
+    }
+    out += ',';
+    out += std::to_string(done);
+    out += ',';
+    out += std::to_string(s.grades.size());
+    out += ',';
+    out += csv_field(first);
+    out += '\n';
+  }
+  return out;
+}
+
+}  // namespace sf::train

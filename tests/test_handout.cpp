@@ -456,3 +456,18 @@ TEST_CASE("parse_catch_xml: an exception inside a checked expression is reported
   CHECK(r.passed == 0);
   CHECK(r.first_failure == "tests/t.cpp:41: exception: exercise: implement padding_mask (with gradcheck entry masks)");
 }
+
+TEST_CASE("grade and ctest -L WORD count the same tests", "[handout][cli]") {
+  const fs::path build = kBinary.parent_path();
+  for (const std::string word : {"softmax", "masks"}) {
+    INFO("exercise " << word);
+    std::string printed;
+    REQUIRE(run(quoted(kBinary) + " grade --json --exercise " + word + " 2>/dev/null", printed) == 0);
+    const nlohmann::json grade = nlohmann::json::parse(printed);
+    std::string listed;
+    run("ctest --test-dir " + quoted(build) + " -N -L '^" + word + "$'", listed);
+    const std::size_t at = listed.find("Total Tests: ");
+    REQUIRE(at != std::string::npos);
+    CHECK(grade["exercises"][0]["tests_total"] == std::stoi(listed.substr(at + 13)));
+  }
+}

@@ -265,7 +265,7 @@ ExerciseGrade grade_exercise(const Exercise& e, const GradeOptions& opt) {
     grade_gradcheck(e, g);
     if (g.status == GradeStatus::error) return g;
   }
-  const std::string spec = opt.test_spec ? opt.test_spec(e.word) : "[" + e.word + "]~gradcheck suite*";
+  const std::string spec = opt.test_spec ? opt.test_spec(e.word) : "[" + e.word + "]";
   std::string first_test_failure;
   for (const std::string& name : opt.programs) {
     const fs::path program = opt.tests_dir / name;

@@ -3,10 +3,10 @@
 //
 // An exercise is done when (a) its gradcheck entry (gradcheck_suite.h, named like the exercise)
 // passes, run in this process, and (b) every Catch2 test tagged [word] passes in the test
-// programs of the build (autograd_tests, nn_tests, ...; run as child processes with
-// `-r xml -o FILE`, so a test that prints or crashes cannot fool the count). The gradcheck suite's
-// own test cases ("gradcheck suite ...") are left out of (b): (a) already ran them. An exercise
-// whose tag matches no test is a grade error, not a pass.
+// programs the build has (autograd_tests, nn_tests, ...; run as child processes with
+// `-r xml -o FILE`, so a test that prints or crashes cannot fool the count): the same tests
+// `ctest -L word` runs, so the two counts agree. An exercise whose tag matches no test is a grade
+// error, not a pass.
 //
 //   GradeOptions opt;  opt.tests_dir = "build/release/tests";  opt.source_root = "/work/main";
 //   ExerciseGrade g = grade_exercise(*find_exercise("masks"), opt);
@@ -42,7 +42,7 @@ struct GradeOptions {
   std::filesystem::path tests_dir;    // where test_programs() are
   std::string source_root;            // shortens paths in messages
   std::vector<std::string> programs = test_programs();
-  // The Catch2 test spec of an exercise's tests; by default "[word]~gradcheck suite*".
+  // The Catch2 test spec of an exercise's tests; by default "[word]", the tests `ctest -L word` runs.
   std::function<std::string(const std::string& word)> test_spec;
   bool run_gradcheck = true;          // false: only the Catch2 tests (tests of grade itself)
 };

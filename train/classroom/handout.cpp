@@ -356,11 +356,15 @@ std::string handout_readme(const Handout& h) {
     << "`sf::exercise::not_implemented(\"word\", ...)` under an `// EXERCISE(word):` comment that says what to write.\n\n"
     << "本副本删去了下列练习的答案：每处是 `// EXERCISE(word):` 注释下的一行 `sf::exercise::not_implemented(\"word\", ...)`，\n"
     << "注释说明要实现什么。\n\n"
-    << "## Build / 编译\n\n```\ncmake --preset release && cmake --build --preset release\n```\n\n"
-    << "## Check your work / 检查\n\n```\nbuild/release/scratchformer grade                      # every exercise / 全部练习\n"
-    << "build/release/scratchformer grade --exercise WORD      # one exercise / 单个练习\n"
-    << "ctest --preset release -L WORD                         # its tests / 它的测试\n"
-    << "build/release/scratchformer gradcheck --module WORD    # its gradient check / 它的梯度检查\n```\n\n"
+    << "## Build / 编译\n\n```\ncmake --preset student && cmake --build --preset student\n```\n\n"
+    << "The `student` preset builds the libraries, the exercises' tests and `scratchformer` with every\n"
+    << "kernel plain (your code is what runs), in a few minutes. The `release` preset builds everything.\n\n"
+    << "`student` 预设只构建库、练习的测试和 `scratchformer`，所有内核都用朴素版本（运行的就是你的代码），几分钟即可；\n"
+    << "`release` 预设构建全部。\n\n"
+    << "## Check your work / 检查\n\n```\nbuild/student/scratchformer grade                      # every exercise / 全部练习\n"
+    << "build/student/scratchformer grade --exercise WORD      # one exercise / 单个练习\n"
+    << "ctest --preset student -L WORD                         # its tests / 它的测试\n"
+    << "build/student/scratchformer gradcheck --module WORD    # its gradient check / 它的梯度检查\n```\n\n"
     << "## Exercises / 练习\n\n| exercise | what to write | 要实现的内容 | files |\n|---|---|---|---|\n";
   for (const std::string& w : h.words) {
     const Exercise& e = require_exercise(w, "handout");

@@ -57,8 +57,8 @@ void print_summary(const train::Handout& h, const std::string& out_dir) {
   std::cout << "files with stubs / 含待实现部分的文件:\n";
   for (const train::HandoutFile& f : h.files)
     if (!f.stubbed.empty()) std::cout << "  " << f.path << " (" << f.stubbed.size() << ")\n";
-  std::cout << "next / 下一步:\n  cd " << out_dir << " && cmake --preset release && cmake --build --preset release\n"
-            << "  build/release/scratchformer grade      # every exercise fails until written / 未实现的练习都不通过\n"
+  std::cout << "next / 下一步:\n  cd " << out_dir << " && cmake --preset student && cmake --build --preset student\n"
+            << "  build/student/scratchformer grade      # every exercise fails until written / 未实现的练习都不通过\n"
             << "hand out the directory (it has no .git: the history holds the solutions) / 分发该目录（不含 .git）\n";
 }
 

@@ -421,6 +421,14 @@ TEST_CASE("grade reads a real failing Catch2 run: counts, the first failure, the
   CHECK_THAT(g.first_failure, Contains("tests/test_handout.cpp:") && Contains("got == 3 got 2 == 3"));
   CHECK_THAT(format_grade_row(g), Contains("failing / 未完成") && Contains("1/3"));
   CHECK(grade_json_line({g}) == R"(GRADE {"done":0,"total":1,"exercises":{"masks":"failing"}})");
+  // A test that passes on the untouched handout counts for nothing (the teacher's grade leaves it out).
+  opt.not_counted = {"grade fixture: a passing check"};
+  const ExerciseGrade left_out = grade_exercise(*find_exercise("masks"), opt);
+  CHECK(left_out.tests_passed == 0);
+  CHECK(left_out.tests_total == 2);
+  CHECK(left_out.not_counted == 1);
+  CHECK_THAT(format_grade_row(left_out), Contains("0/2") && Contains("1 test(s) pass on the untouched handout: not counted"));
+  opt.not_counted.clear();
   // Only the throwing one: its message is the first failure.
   opt.test_spec = [](const std::string&) { return std::string("grade fixture: an exercise*"); };
   CHECK_THAT(grade_exercise(*find_exercise("masks"), opt).first_failure,

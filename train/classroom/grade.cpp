@@ -225,13 +225,16 @@ CatchReport parse_catch_xml(const std::string& xml, const std::string& source_ro
   CatchReport r;
   bool in_case = false, case_result_seen = false;
   std::string info;                   // the last <Info> of the open case
+  std::string case_name;              // the open case's name
   std::optional<FailureBuilder> fail; // the failing element being read
   std::string field;                  // "Original" / "Expanded" inside it
   for (const XmlEvent& e : xml_events(xml)) {
-    if (e.kind == XmlEvent::open && e.name == "TestCase") in_case = true, case_result_seen = false, info.clear(), ++r.total;
-    else if (e.kind == XmlEvent::open && e.name == "OverallResult" && in_case) {
+    if (e.kind == XmlEvent::open && e.name == "TestCase") {
+      in_case = true, case_result_seen = false, info.clear(), ++r.total;
+      case_name = e.attrs.count("name") ? e.attrs.at("name") : "";
+    } else if (e.kind == XmlEvent::open && e.name == "OverallResult" && in_case) {
       case_result_seen = true;
-      if (e.attrs.count("success") && e.attrs.at("success") == "true") ++r.passed;
+      if (e.attrs.count("success") && e.attrs.at("success") == "true") ++r.passed, r.passed_names.push_back(case_name);
     } else if (e.kind == XmlEvent::close && e.name == "TestCase") {
       in_case = false;
     } else if (e.kind == XmlEvent::close && e.name == "Catch") {
@@ -260,30 +263,37 @@ CatchReport parse_catch_xml(const std::string& xml, const std::string& source_ro
 }
 
 ExerciseGrade grade_exercise(const Exercise& e, const GradeOptions& opt) {
-  ExerciseGrade g{e.word, e.title, e.title_zh, GradeStatus::failing, 0, 0, "-", ""};
+  ExerciseGrade g{e.word, e.title, e.title_zh, GradeStatus::failing, 0, 0, 0, "-", ""};
   if (opt.run_gradcheck) {
     grade_gradcheck(e, g);
     if (g.status == GradeStatus::error) return g;
   }
   const std::string spec = opt.test_spec ? opt.test_spec(e.word) : "[" + e.word + "]";
   std::string first_test_failure;
+  bool all_passed = true;  // every test run passed, counted or not
   for (const std::string& name : opt.programs) {
     const fs::path program = opt.tests_dir / name;
     if (!fs::is_regular_file(program))
       throw std::invalid_argument("grade: test program " + program.string() + " not found; build the tests first (cmake --build --preset release)");
-    if (listed_tests(program, spec).empty()) continue;
+    const std::vector<std::string> listed = listed_tests(program, spec);
+    if (listed.empty()) continue;
     const CatchReport r = run_catch(program, spec, opt.source_root);
-    g.tests_passed += r.passed, g.tests_total += r.total;
+    all_passed &= r.passed == r.total && r.complete;
+    int left_out = 0, left_out_passed = 0;
+    for (const std::string& t : listed) left_out += opt.not_counted.count(t) > 0;
+    for (const std::string& t : r.passed_names) left_out_passed += opt.not_counted.count(t) > 0;
+    g.not_counted += left_out;
+    g.tests_passed += r.passed - left_out_passed, g.tests_total += r.total - left_out;
     if (first_test_failure.empty() && !r.first_failure.empty()) first_test_failure = name + ": " + r.first_failure;
   }
   if (g.first_failure.empty()) g.first_failure = first_test_failure;
-  if (g.tests_total == 0) {
+  if (g.tests_total + g.not_counted == 0) {
     g.status = GradeStatus::error;
     g.first_failure = "no test matches " + spec + " in " + opt.tests_dir.string() +
                       (g.first_failure.empty() ? "" : "; and " + g.first_failure);
     return g;
   }
-  const bool tests_ok = g.tests_passed == g.tests_total && first_test_failure.empty();
+  const bool tests_ok = all_passed && first_test_failure.empty();
   g.status = tests_ok && g.gradcheck != "FAIL" ? GradeStatus::done : GradeStatus::failing;
   return g;
 }
@@ -302,6 +312,9 @@ std::string format_grade_row(const ExerciseGrade& g) {
                     pad(std::to_string(g.tests_passed) + "/" + std::to_string(g.tests_total), 7) + " " + pad(g.gradcheck, 9) +
                     " " + g.title + " / " + g.title_zh;
   if (!g.first_failure.empty()) row += "\n" + indented(g.first_failure, 20);
+  if (g.not_counted > 0)
+    row += "\n" + std::string(20, ' ') + std::to_string(g.not_counted) + " test(s) pass on the untouched handout: not counted / " +
+           std::to_string(g.not_counted) + " 个测试在未改动的作业上即可通过，不计分";
   return row + "\n";
 }
 
@@ -330,7 +343,8 @@ std::string grade_json_document(const std::vector<ExerciseGrade>& grades) {
   for (const ExerciseGrade& g : grades) {
     done += g.status == GradeStatus::done;
     rows.push_back({{"exercise", g.word}, {"title", g.title}, {"title_zh", g.title_zh}, {"status", status_word(g.status)},
-                    {"tests_passed", g.tests_passed}, {"tests_total", g.tests_total}, {"gradcheck", g.gradcheck},
+                    {"tests_passed", g.tests_passed}, {"tests_total", g.tests_total}, {"not_counted", g.not_counted},
+                    {"gradcheck", g.gradcheck},
                     {"first_failure", g.first_failure}});
   }
   nlohmann::ordered_json doc{{"done", done}, {"total", grades.size()}, {"exercises", rows}};

@@ -15,6 +15,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,7 @@ struct CatchReport {
   int passed = 0;             // test cases that passed
   int total = 0;              // test cases run
   bool complete = false;      // the report reached </Catch> (false: the program died mid-run)
+  std::vector<std::string> passed_names;  // the names of the test cases that passed
   std::string first_failure;  // "tests/test_x.cpp:12: CHECK(got == 3) got 2 == 3", an exception's
                               // message, ...; empty when every case passed
 };
@@ -45,6 +47,9 @@ struct GradeOptions {
   // The Catch2 test spec of an exercise's tests; by default "[word]", the tests `ctest -L word` runs.
   std::function<std::string(const std::string& word)> test_spec;
   bool run_gradcheck = true;          // false: only the Catch2 tests (tests of grade itself)
+  // Test cases left out of tests_passed/tests_total: those that pass on the handout's stub
+  // (grade_student.h), which would give credit for nothing. They still must pass for "done".
+  std::set<std::string> not_counted;
 };
 
 enum class GradeStatus { done, failing, error };
@@ -52,7 +57,8 @@ enum class GradeStatus { done, failing, error };
 struct ExerciseGrade {
   std::string word, title, title_zh;
   GradeStatus status = GradeStatus::error;
-  int tests_passed = 0, tests_total = 0;
+  int tests_passed = 0, tests_total = 0;  // without opt.not_counted
+  int not_counted = 0;                    // tests run but left out of the two counts
   std::string gradcheck;      // "pass", "FAIL", or "-" when not run
   std::string first_failure;  // the first thing that failed (gradcheck first), or the grade error
 };

@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <set>
+#include <tuple>
 #include <ostream>
 #include <sstream>
 #include <stdexcept>
@@ -151,58 +153,103 @@ std::vector<std::string> programs_for(const fs::path& tests_dir, const std::stri
   return programs;
 }
 
-StudentGrade grade_student(const GradingTree& tree, const fs::path& student_dir, const std::vector<std::string>& words,
-                           const fs::path& teacher_tests_dir, std::ostream& progress) {
-  StudentGrade s{fs::absolute(student_dir).lexically_normal().filename().string(), {}};
-  if (s.name.empty()) s.name = fs::absolute(student_dir).lexically_normal().parent_path().filename().string();
-  const fs::path work_tree = tree.work / "tree";
-  // 1. The grading tree: the teacher's files, with the student's regions in the exercises' files.
+namespace {
+
+// The grading tree for one copy: the teacher's files, with the lines `student_text(path, teacher
+// text)` gives for the exercises' files merged in (only files that differ are rewritten).
+template <class StudentText>
+void sync_tree(const GradingTree& tree, const std::vector<std::string>& words, StudentText student_text) {
   std::vector<std::string> exercise_files;
   for (const std::string& w : words)
     for (const std::string& f : require_exercise(w, "grade --student").where)
       if (std::find(exercise_files.begin(), exercise_files.end(), f) == exercise_files.end()) exercise_files.push_back(f);
   for (const std::string& f : source_files(tree.teacher)) {
     const std::string teacher = read_text(tree.teacher / f);
-    if (std::find(exercise_files.begin(), exercise_files.end(), f) == exercise_files.end()) {
-      write_if_changed(work_tree / f, teacher);
-      continue;
-    }
-    if (!fs::is_regular_file(student_dir / f))
-      throw std::invalid_argument(student_dir.string() + ": " + f + " is missing (is it a handout copy?)");
-    write_if_changed(work_tree / f, merge_student_file(f, teacher, read_text(student_dir / f), words));
+    const bool exercise = std::find(exercise_files.begin(), exercise_files.end(), f) != exercise_files.end();
+    write_if_changed(tree.work / "tree" / f,
+                     exercise ? merge_student_file(f, teacher, student_text(f, teacher), words) : teacher);
   }
-  // 2. Build the test programs that hold the exercises' tests (reference preset).
-  std::vector<std::vector<std::string>> programs;
+}
+
+struct TreeBuild {
+  std::vector<std::vector<std::string>> programs;  // per word
+  std::string log;
+  int status = 0;
+};
+
+// Builds (reference preset) the test programs that hold the words' tests.
+TreeBuild build_tree(const GradingTree& tree, const std::vector<std::string>& words, const fs::path& teacher_tests_dir,
+                     const std::string& name, std::ostream& progress) {
+  TreeBuild b;
   std::vector<std::string> targets;
   for (const std::string& w : words) {
-    programs.push_back(programs_for(teacher_tests_dir, w));
-    for (const std::string& p : programs.back())
+    b.programs.push_back(programs_for(teacher_tests_dir, w));
+    for (const std::string& p : b.programs.back())
       if (std::find(targets.begin(), targets.end(), p) == targets.end()) targets.push_back(p);
   }
-  const fs::path build = work_tree / "build" / "reference";
+  if (targets.empty()) return b;
+  const fs::path work_tree = tree.work / "tree";
   std::string command = "cd " + quoted(work_tree.string()) + " && ";
-  if (!fs::exists(build / "CMakeCache.txt")) command += "cmake --preset reference >/dev/null && ";
+  if (!fs::exists(work_tree / "build" / "reference" / "CMakeCache.txt")) command += "cmake --preset reference >/dev/null && ";
   command += "cmake --build --preset reference --target";
   for (const std::string& t : targets) command += " " + t;
-  progress << s.name << ": building " << (targets.empty() ? std::string("nothing") : targets.front())
-           << (targets.size() > 1 ? " and more" : "") << " in " << work_tree.string()
-           << " (the first build takes minutes) / 构建中\n" << std::flush;
-  const auto [log, status] = targets.empty() ? std::pair<std::string, int>{"", 0} : run(command);
-  // 3. Their tests, tagged [word] (the gradcheck suite's rows for the word among them).
+  progress << name << ": building";
+  for (const std::string& t : targets) progress << " " << t;
+  progress << " in " << work_tree.string() << " (the first build takes minutes) / 构建中\n" << std::flush;
+  std::tie(b.log, b.status) = run(command);
+  return b;
+}
+
+// Each word's grade in the built tree; every word an error when the build failed.
+std::vector<ExerciseGrade> run_tests(const GradingTree& tree, const std::vector<std::string>& words, const TreeBuild& b,
+                                     const std::map<std::string, std::set<std::string>>& not_counted) {
+  std::vector<ExerciseGrade> grades;
   for (std::size_t k = 0; k < words.size(); ++k) {
     const Exercise& e = require_exercise(words[k], "grade --student");
-    if (status != 0) {
-      s.grades.push_back({e.word, e.title, e.title_zh, GradeStatus::error, 0, 0, "-", "build: " + first_error(log)});
+    if (b.status != 0) {
+      grades.push_back({e.word, e.title, e.title_zh, GradeStatus::error, 0, 0, 0, "-", "build: " + first_error(b.log)});
       continue;
     }
     GradeOptions opt;
-    opt.tests_dir = build / "tests";
-    opt.source_root = work_tree.string();
-    opt.programs = programs[k];
+    opt.tests_dir = tree.work / "tree" / "build" / "reference" / "tests";
+    opt.source_root = (tree.work / "tree").string();
+    opt.programs = b.programs[k];
     opt.test_spec = [](const std::string& word) { return "[" + word + "]"; };
     opt.run_gradcheck = false;
-    s.grades.push_back(grade_exercise(e, opt));
+    if (const auto it = not_counted.find(e.word); it != not_counted.end()) opt.not_counted = it->second;
+    grades.push_back(grade_exercise(e, opt));
   }
+  return grades;
+}
+
+}  // namespace
+
+std::map<std::string, std::set<std::string>> stub_baseline(const GradingTree& tree, const std::vector<std::string>& words,
+                                                           const fs::path& teacher_tests_dir, std::ostream& progress) {
+  sync_tree(tree, words, [&](const std::string& f, const std::string& teacher) { return handout_text(f, teacher, words); });
+  const TreeBuild b = build_tree(tree, words, teacher_tests_dir, "the untouched handout", progress);
+  if (b.status != 0) throw std::runtime_error("grade: the untouched handout does not build: " + first_error(b.log));
+  std::map<std::string, std::set<std::string>> passing;
+  for (std::size_t k = 0; k < words.size(); ++k)
+    for (const std::string& p : b.programs[k]) {
+      const fs::path program = tree.work / "tree" / "build" / "reference" / "tests" / p;
+      const auto [xml, status] = run(quoted(program.string()) + " " + quoted("[" + words[k] + "]") + " -r xml");
+      for (const std::string& name : parse_catch_xml(xml).passed_names) passing[words[k]].insert(name);
+    }
+  return passing;
+}
+
+StudentGrade grade_student(const GradingTree& tree, const fs::path& student_dir, const std::vector<std::string>& words,
+                           const fs::path& teacher_tests_dir, std::ostream& progress,
+                           const std::map<std::string, std::set<std::string>>& not_counted) {
+  StudentGrade s{fs::absolute(student_dir).lexically_normal().filename().string(), {}};
+  if (s.name.empty()) s.name = fs::absolute(student_dir).lexically_normal().parent_path().filename().string();
+  sync_tree(tree, words, [&](const std::string& f, const std::string&) {
+    if (!fs::is_regular_file(student_dir / f))
+      throw std::invalid_argument(student_dir.string() + ": " + f + " is missing (is it a handout copy?)");
+    return read_text(student_dir / f);
+  });
+  s.grades = run_tests(tree, words, build_tree(tree, words, teacher_tests_dir, s.name, progress), not_counted);
   return s;
 }
 

@@ -16,6 +16,9 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
+#include <ostream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -51,11 +54,19 @@ std::vector<std::string> programs_for(const std::filesystem::path& tests_dir, co
 // Grades the exercises `words` of the handout copy `student_dir` in the grading tree: syncs it
 // with the teacher's tree (rewriting only files that differ, so the build is incremental), puts
 // the student's regions in, builds the test programs the exercises need and runs their tests
-// tagged [word]. A build that fails makes every exercise an error with the compiler's first error.
+// tagged [word], leaving out of the counts the tests in not_counted[word] (stub_baseline). A build
+// that fails makes every exercise an error with the compiler's first error.
 // `progress` receives one line per stage.
 StudentGrade grade_student(const GradingTree& tree, const std::filesystem::path& student_dir,
                            const std::vector<std::string>& words, const std::filesystem::path& teacher_tests_dir,
-                           std::ostream& progress);
+                           std::ostream& progress,
+                           const std::map<std::string, std::set<std::string>>& not_counted = {});
+
+// The tests of each word that pass on the untouched handout (its stubs in the grading tree): they
+// would give credit for nothing, so grade_student leaves them out of the counts (not_counted).
+std::map<std::string, std::set<std::string>> stub_baseline(const GradingTree& tree, const std::vector<std::string>& words,
+                                                           const std::filesystem::path& teacher_tests_dir,
+                                                           std::ostream& progress);
 
 // A CSV gradebook: student, then per exercise its status and tests passed/total, then done,
 // total and the first failure. Fields are quoted where they hold a comma, quote or newline.

@@ -68,10 +68,12 @@ int run_grade_students(const GradeArgs& a) {
   for (const std::string& d : a.students)
     if (!fs::is_directory(d)) throw std::invalid_argument("grade: student copy " + d + " is not a directory");
   const std::vector<std::string> words = student_words(a, a.students.front());
+  // Tests that pass on the untouched handout give credit for nothing: found once, left out.
+  const auto not_counted = train::stub_baseline(tree, words, tests_dir, std::cerr);
   std::vector<train::StudentGrade> graded;
   bool all_done = true;
   for (const std::string& d : a.students) {
-    graded.push_back(train::grade_student(tree, d, student_words(a, d), tests_dir, std::cerr));
+    graded.push_back(train::grade_student(tree, d, student_words(a, d), tests_dir, std::cerr, not_counted));
     std::cerr << graded.back().name << ":\n" << train::format_grade_header();
     for (const train::ExerciseGrade& g : graded.back().grades) {
       std::cerr << train::format_grade_row(g);

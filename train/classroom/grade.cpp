@@ -287,6 +287,17 @@ ExerciseGrade grade_exercise(const Exercise& e, const GradeOptions& opt) {
     if (first_test_failure.empty() && !r.first_failure.empty()) first_test_failure = name + ": " + r.first_failure;
   }
   if (g.first_failure.empty()) g.first_failure = first_test_failure;
+  // A known mistake recognised (tests/test_diagnoses.cpp) says more than any number: it goes first.
+  for (const std::string& name : g.first_failure.empty() ? std::vector<std::string>{} : opt.programs) {
+    const fs::path program = opt.tests_dir / name;
+    const std::string diagnosis_spec = "[" + e.word + "][diagnosis]";
+    if (listed_tests(program, diagnosis_spec).empty()) continue;
+    const CatchReport d = run_catch(program, diagnosis_spec, opt.source_root);
+    if (!d.first_failure.empty() && d.first_failure.find("exception:") == std::string::npos) {
+      g.first_failure = name + ": " + d.first_failure + (g.first_failure.empty() ? "" : "\n" + g.first_failure);
+      break;
+    }
+  }
   if (g.tests_total + g.not_counted == 0) {
     g.status = GradeStatus::error;
     g.first_failure = "no test matches " + spec + " in " + opt.tests_dir.string() +

@@ -246,6 +246,40 @@ TEST_CASE("the registry's files are where the real tree's regions are", "[handou
   }
 }
 
+// The function a region is in: the nearest line above its EXERCISE comment that is indented less,
+// back to the one with its "(", qualified by the struct it is in ("MatMul::backward").
+std::string enclosing_function(const std::vector<std::string>& lines, int exercise_line) {
+  const auto indent = [](const std::string& l) { return l.find_first_not_of(" \t"); };
+  const std::size_t inner = indent(lines[exercise_line - 1]);
+  int at = exercise_line - 2;
+  while (at >= 0 && (trim(lines[at]).empty() || trim(lines[at]).starts_with("//") || indent(lines[at]) >= inner)) --at;
+  while (at > 0 && lines[at].find('(') == std::string::npos) --at;
+  REQUIRE(at >= 0);
+  std::smatch m;
+  REQUIRE(std::regex_search(lines[at], m, std::regex(R"(([A-Za-z_][A-Za-z0-9_]*)\s*\()")));
+  std::string name = m[1];
+  if (indent(lines[at]) > 0)  // a member: the struct it is in
+    for (int s = at; s >= 0; --s)
+      if (std::regex_search(lines[s], m, std::regex(R"(^struct ([A-Za-z_][A-Za-z0-9_]*))"))) return m[1].str() + "::" + name;
+  return name;
+}
+
+TEST_CASE("the registry names the functions the real tree's regions are in", "[handout]") {
+  std::map<std::string, std::set<std::string>> found;
+  for (const std::string& path : source_files(kSource)) {
+    if (!may_hold_regions(path)) continue;
+    const std::string text = read(kSource / path);
+    std::vector<std::string> lines;
+    std::istringstream in(text);
+    for (std::string l; std::getline(in, l);) lines.push_back(l);
+    for (const SolutionRegion& r : find_solution_regions(path, text)) found[r.word].insert(enclosing_function(lines, r.exercise_line));
+  }
+  for (const Exercise& e : exercises()) {
+    INFO("exercise " << e.word);
+    CHECK(found[e.word] == std::set<std::string>(e.functions.begin(), e.functions.end()));
+  }
+}
+
 TEST_CASE("a handout of every exercise holds none of their solutions, and compiles", "[handout][cli]") {
   const fs::path out = temp_dir("handout-all") / "handout";
   std::string printed;
@@ -420,6 +454,7 @@ TEST_CASE("grade reads a real failing Catch2 run: counts, the first failure, the
   CHECK(g.tests_total == 3);
   CHECK_THAT(g.first_failure, Contains("tests/test_handout.cpp:") && Contains("got == 3 got 2 == 3"));
   CHECK_THAT(format_grade_row(g), Contains("failing / 未完成") && Contains("1/3"));
+  CHECK_THAT(format_grade_row(g), Contains("to fix / 要改的函数: causal_mask, padding_mask (nn/attention.cpp)"));
   CHECK(grade_json_line({g}) == R"(GRADE {"done":0,"total":1,"exercises":{"masks":"failing"}})");
   // A test that passes on the untouched handout counts for nothing (the teacher's grade leaves it out).
   opt.not_counted = {"grade fixture: a passing check"};

@@ -18,6 +18,7 @@ struct Exercise {
   std::string title_zh;            // the same in Chinese
   std::vector<std::string> where;  // the files holding its solution regions, from the source root
   std::string lecture;             // the lecture it belongs to: a word of lectures()
+  std::vector<std::string> functions;  // the functions its regions are in: what to fix, where to break
 };
 
 // A lecture of the course and the exercises that go with it (`handout --lecture attention`).

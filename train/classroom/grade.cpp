@@ -322,6 +322,14 @@ std::string format_grade_row(const ExerciseGrade& g) {
   std::string row = pad(g.word, 19) + " " + pad(grade_status_label(g.status), 17) + " " +
                     pad(std::to_string(g.tests_passed) + "/" + std::to_string(g.tests_total), 7) + " " + pad(g.gradcheck, 9) +
                     " " + g.title + " / " + g.title_zh;
+  if (g.status == GradeStatus::failing)
+    if (const Exercise* e = find_exercise(g.word)) {
+      std::string fix;
+      for (const std::string& f : e->functions) fix += (fix.empty() ? "" : ", ") + f;
+      std::string files;
+      for (const std::string& f : e->where) files += (files.empty() ? "" : ", ") + f;
+      row += "\n" + std::string(20, ' ') + "to fix / 要改的函数: " + fix + " (" + files + ")";
+    }
   if (!g.first_failure.empty()) row += "\n" + indented(g.first_failure, 20);
   if (g.not_counted > 0)
     row += "\n" + std::string(20, ' ') + std::to_string(g.not_counted) + " test(s) pass on the untouched handout: not counted / " +

@@ -68,10 +68,11 @@ void print_list() {
     std::cout << l.word << ": " << l.title << " / " << l.title_zh << "\n";
     for (const train::Exercise& e : train::exercises()) {
       if (e.lecture != l.word) continue;
-      std::string where;
+      std::string where, functions;
       for (const std::string& f : e.where) where += (where.empty() ? "" : ", ") + f;
+      for (const std::string& f : e.functions) functions += (functions.empty() ? "" : ", ") + f;
       std::cout << "  " << e.word << std::string(e.word.size() < 20 ? 20 - e.word.size() : 1, ' ') << e.title << " / "
-                << e.title_zh << "\n  " << std::string(20, ' ') << where << "\n";
+                << e.title_zh << "\n  " << std::string(20, ' ') << where << ": " << functions << "\n";
     }
   }
   std::cout << "handout --exercises a,b or --lecture L chooses them / 用 --exercises a,b 或 --lecture L 选择练习\n";

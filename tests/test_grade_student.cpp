@@ -86,6 +86,12 @@ TEST_CASE("student_regions and merge_student_file take the student's lines and n
   CHECK(merged.find("fixture_forward_answer") == std::string::npos);
   CHECK(merged.find("extra") == std::string::npos);
   CHECK(merged.find("SOLUTION") == std::string::npos);
+  // One part alone: the student's backward, the teacher's forward.
+  const std::string part = merge_student_file("autograd/ops_fixture.cpp", teacher, student, {"softmax"},
+                                              {"fixture_softmax_forward"});
+  CHECK_THAT(part, Contains("const int fixture_forward_answer = x * 41;"));
+  CHECK_THAT(part, Contains("return checked + 1;  // my backward"));
+  CHECK(part.find("const int mine") == std::string::npos);
   // A tab-indented region, at the end of a file with no last newline.
   const std::string header = read(kFixture / "nn" / "layer_fixture.h");
   const std::string mine = fill_stub(handout_text("nn/layer_fixture.h", header, {"relu"}), "relu", 0, "\treturn x;");
@@ -100,10 +106,10 @@ TEST_CASE("student_regions and merge_student_file take the student's lines and n
 TEST_CASE("gradebook_csv: one row per student, quoted where needed", "[handout]") {
   ExerciseGrade done{"masks", "t", "t", GradeStatus::done, 2, 2, 0, "-", ""};
   ExerciseGrade failing{"masks", "t", "t", GradeStatus::failing, 1, 2, 0, "-", "a, \"b\""};
-  CHECK(gradebook_csv({{"ana", {done}}, {"bo", {failing}}}, {"masks"}) ==
-        "student,masks,masks tests,done,total,first failure\n"
-        "ana,done,2/2,1,1,\n"
-        "bo,failing,1/2,0,1,\"masks: a, \"\"b\"\"\"\n");
+  CHECK(gradebook_csv({{"ana", {done}, {}}, {"bo", {failing}, {}}}, {"masks"}) ==
+        "student,masks,masks tests,masks score,done,total,first failure\n"
+        "ana,done,2/2,-,1,1,\n"
+        "bo,failing,1/2,-,0,1,\"masks: a, \"\"b\"\"\"\n");
 }
 
 TEST_CASE("grade --collect grades a class of handout copies with the teacher's tests", "[handout][cli]") {
@@ -145,11 +151,12 @@ TEST_CASE("grade --collect grades a class of handout copies with the teacher's t
   std::istringstream rows(book);
   std::vector<std::string> row(5);
   for (std::string& r : row) std::getline(rows, r);
-  CHECK(row[0] == "student,masks,masks tests,done,total,first failure");
-  CHECK(row[1].starts_with("untouched,failing,0/2,0,1,"));
+  CHECK(row[0] == "student,masks,masks tests,masks score,done,total,first failure");
+  CHECK(row[1].starts_with("untouched,failing,0/2,0/2,0,1,"));
   CHECK_THAT(row[1], Contains("implement causal_mask (exercise masks)"));
-  CHECK(row[2].starts_with("half,failing,1/2,0,1,"));  // causal_mask written, padding_mask not
-  CHECK(row[3] == "done,done,2/2,1,1,");
-  CHECK(row[4].starts_with("edited,failing,0/2,0,1,"));  // the edited tests changed nothing
+  CHECK(row[2].starts_with("half,failing,1/2,1/2,0,1,"));  // causal_mask written (it works alone), padding_mask not
+  CHECK(row[3] == "done,done,2/2,2/2,1,1,");
+  CHECK(row[4].starts_with("edited,failing,0/2,0/2,0,1,"));  // the edited tests changed nothing
+  CHECK_THAT(printed, Contains("parts / 部分: causal_mask works (1) padding_mask fails (1) = 1/2"));
   fs::remove_all(dir);
 }

@@ -212,7 +212,9 @@ TEST_CASE("handout of the fixture tree: files, manifests, and the walk's exclusi
   const nlohmann::json manifest = nlohmann::json::parse(read(out / kHandoutManifest));
   CHECK(manifest["exercises"] == nlohmann::json::array({"relu", "masks"}));
   // Only what grade reads: no commit of the teacher's tree, whose history holds the solutions.
-  CHECK(manifest.size() == 2);
+  CHECK(manifest.size() == 3);  // scratchformer_handout, exercises, parts
+  CHECK(manifest["parts"]["masks"] == nlohmann::json::parse(
+                                          R"([{"function": "causal_mask", "weight": 1}, {"function": "padding_mask", "weight": 1}])"));
   CHECK_FALSE(std::regex_search(read(out / kHandoutManifest), std::regex("[0-9a-f]{40}")));
   CHECK(read_handout_manifest(out) == std::vector<std::string>{"relu", "masks"});
   CHECK_FALSE(read_handout_manifest(root).has_value());
@@ -246,24 +248,6 @@ TEST_CASE("the registry's files are where the real tree's regions are", "[handou
   }
 }
 
-// The function a region is in: the nearest line above its EXERCISE comment that is indented less,
-// back to the one with its "(", qualified by the struct it is in ("MatMul::backward").
-std::string enclosing_function(const std::vector<std::string>& lines, int exercise_line) {
-  const auto indent = [](const std::string& l) { return l.find_first_not_of(" \t"); };
-  const std::size_t inner = indent(lines[exercise_line - 1]);
-  int at = exercise_line - 2;
-  while (at >= 0 && (trim(lines[at]).empty() || trim(lines[at]).starts_with("//") || indent(lines[at]) >= inner)) --at;
-  while (at > 0 && lines[at].find('(') == std::string::npos) --at;
-  REQUIRE(at >= 0);
-  std::smatch m;
-  REQUIRE(std::regex_search(lines[at], m, std::regex(R"(([A-Za-z_][A-Za-z0-9_]*)\s*\()")));
-  std::string name = m[1];
-  if (indent(lines[at]) > 0)  // a member: the struct it is in
-    for (int s = at; s >= 0; --s)
-      if (std::regex_search(lines[s], m, std::regex(R"(^struct ([A-Za-z_][A-Za-z0-9_]*))"))) return m[1].str() + "::" + name;
-  return name;
-}
-
 TEST_CASE("the registry names the functions the real tree's regions are in", "[handout]") {
   std::map<std::string, std::set<std::string>> found;
   for (const std::string& path : source_files(kSource)) {
@@ -272,7 +256,7 @@ TEST_CASE("the registry names the functions the real tree's regions are in", "[h
     std::vector<std::string> lines;
     std::istringstream in(text);
     for (std::string l; std::getline(in, l);) lines.push_back(l);
-    for (const SolutionRegion& r : find_solution_regions(path, text)) found[r.word].insert(enclosing_function(lines, r.exercise_line));
+    for (const SolutionRegion& r : find_solution_regions(path, text)) found[r.word].insert(region_function(lines, r.exercise_line));
   }
   for (const Exercise& e : exercises()) {
     INFO("exercise " << e.word);

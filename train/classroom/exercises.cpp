@@ -21,36 +21,38 @@ const std::vector<Lecture>& lectures() {
 const std::vector<Exercise>& exercises() {
   static const std::vector<Exercise> kExercises = {
       {"matmul", "backward of the matrix product a @ b (batched, broadcast)", "矩阵乘法 a @ b 的反向传播（批量、广播）",
-       {"autograd/ops_matmul.cpp"}, "autograd", {"MatMul::backward"}},
+       {"autograd/ops_matmul.cpp"}, "autograd", {"MatMul::backward"}, {}},
       {"linear", "backward of the linear layer y = x W^T + b", "线性层 y = x W^T + b 的反向传播", {"autograd/ops_linear.cpp"},
-       "autograd", {"Linear::backward"}},
+       "autograd", {"Linear::backward"}, {}},
       {"relu", "backward of ReLU max(x, 0)", "ReLU max(x, 0) 的反向传播", {"autograd/ops_unary.cpp"}, "autograd",
-       {"Relu::derivative", "Relu::backward"}},
+       {"Relu::derivative", "Relu::backward"}, {}},
       {"embedding", "backward of the embedding lookup E[ids]", "词嵌入查表 E[ids] 的反向传播", {"autograd/ops_index.cpp"},
-       "autograd", {"Embedding::backward"}},
+       "autograd", {"Embedding::backward"}, {}},
       {"scaled_dot_product", "scaled dot-product attention softmax(q k^T / sqrt(Dh)) v",
        "缩放点积注意力 softmax(q k^T / sqrt(Dh)) v", {"nn/attention.cpp", "autograd/ops_attention.cpp"}, "attention",
-       {"weights_of", "scaled_dot_product_attention", "attention_naive"}},
+       {"weights_of", "scaled_dot_product_attention", "attention_naive"}, {}},
       {"masks", "the causal mask and the padding mask", "因果掩码与填充掩码", {"nn/attention.cpp"}, "attention",
-       {"causal_mask", "padding_mask"}},
+       {"causal_mask", "padding_mask"}, {}},
       {"sinusoidal", "the sinusoidal position table", "正弦位置编码表", {"nn/positional.cpp"}, "positions",
-       {"sinusoidal_table"}},
+       {"sinusoidal_table"}, {}},
       {"rope", "rotary position embedding (RoPE)", "旋转位置编码 (RoPE)", {"nn/relative_positions.cpp"}, "positions",
-       {"apply_rope"}},
+       {"apply_rope"}, {}},
       {"multi_head", "splitting into heads and merging them back", "多头的拆分与合并", {"nn/attention.cpp"}, "attention",
-       {"split_heads", "merge_heads"}},
+       {"split_heads", "merge_heads"}, {}},
       {"layer_norm", "LayerNorm, forward and backward", "层归一化 LayerNorm 的前向与反向", {"autograd/ops_norm.cpp"}, "layers",
-       {"layernorm_forward", "layernorm_backward"}},
+       {"layernorm_forward", "layernorm_backward"}, {1, 2}},
       {"softmax", "backward of softmax and log_softmax", "softmax 与 log_softmax 的反向传播", {"autograd/ops_softmax.cpp"},
-       "attention", {"softmax_backward_kernel"}},
+       "attention", {"softmax_backward_kernel"}, {}},
       {"cross_entropy", "cross-entropy loss, forward and backward", "交叉熵损失的前向与反向", {"autograd/ops_loss.cpp"},
-       "training", {"cross_entropy_forward", "cross_entropy_backward"}},
+       "training", {"cross_entropy_forward", "cross_entropy_backward"}, {1, 2}},
       {"kv_cache", "appending keys and values to the KV cache", "向 KV 缓存追加键和值", {"nn/attention.cpp"}, "decoding",
-       {"append_to_cache"}},
-      {"greedy", "greedy decoding", "贪心解码", {"train/eval/decode.cpp"}, "decoding", {"greedy_decode"}},
+       {"append_to_cache"}, {}},
+      {"greedy", "greedy decoding", "贪心解码", {"train/eval/decode.cpp"}, "decoding", {"greedy_decode"}, {}},
   };
   return kExercises;
 }
+
+int part_weight(const Exercise& e, std::size_t i) { return i < e.weights.size() ? e.weights[i] : 1; }
 
 const Exercise* find_exercise(const std::string& word) {
   for (const Exercise& e : exercises())

@@ -19,7 +19,11 @@ struct Exercise {
   std::vector<std::string> where;  // the files holding its solution regions, from the source root
   std::string lecture;             // the lecture it belongs to: a word of lectures()
   std::vector<std::string> functions;  // the functions its regions are in: what to fix, where to break
+  std::vector<int> weights;            // each function's share of the exercise's credit (empty: equal)
 };
+
+// The weight of part `i` (functions[i]) of `e`: weights[i], or 1 when the weights are not given.
+int part_weight(const Exercise& e, std::size_t i);
 
 // A lecture of the course and the exercises that go with it (`handout --lecture attention`).
 struct Lecture {

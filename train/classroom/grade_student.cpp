@@ -112,7 +112,8 @@ std::vector<std::vector<std::string>> student_regions(const std::string& path, c
 }
 
 std::string merge_student_file(const std::string& path, const std::string& teacher_text,
-                               const std::string& student_text, const std::vector<std::string>& words) {
+                               const std::string& student_text, const std::vector<std::string>& words,
+                               const std::set<std::string>& teachers_parts) {
   const std::string text = resolve_related(path, teacher_text, {});  // the teacher's code, markers dropped
   const std::vector<SolutionRegion> regions = find_solution_regions(path, text);
   std::map<std::string, std::vector<std::vector<std::string>>> written;  // word -> the student's regions
@@ -129,7 +130,9 @@ std::string merge_student_file(const std::string& path, const std::string& teach
     if (next < regions.size() && no == regions[next].begin_line) {
       const SolutionRegion& r = regions[next++];
       if (written.count(r.word)) {
-        for (const std::string& l : written[r.word][used[r.word]++]) out += l + "\n";
+        const std::vector<std::string>& mine = written[r.word][used[r.word]++];
+        if (teachers_parts.count(region_function(lines, r.exercise_line))) continue;  // the teacher's, markers dropped
+        for (const std::string& l : mine) out += l + "\n";
         i = r.end_line - 1;  // the teacher's solution and END line give way
       }
       continue;  // BEGIN's line
@@ -158,7 +161,8 @@ namespace {
 // The grading tree for one copy: the teacher's files, with the lines `student_text(path, teacher
 // text)` gives for the exercises' files merged in (only files that differ are rewritten).
 template <class StudentText>
-void sync_tree(const GradingTree& tree, const std::vector<std::string>& words, StudentText student_text) {
+void sync_tree(const GradingTree& tree, const std::vector<std::string>& words, StudentText student_text,
+               const std::set<std::string>& teachers_parts = {}) {
   std::vector<std::string> exercise_files;
   for (const std::string& w : words)
     for (const std::string& f : require_exercise(w, "grade --student").where)
@@ -167,7 +171,7 @@ void sync_tree(const GradingTree& tree, const std::vector<std::string>& words, S
     const std::string teacher = read_text(tree.teacher / f);
     const bool exercise = std::find(exercise_files.begin(), exercise_files.end(), f) != exercise_files.end();
     write_if_changed(tree.work / "tree" / f,
-                     exercise ? merge_student_file(f, teacher, student_text(f, teacher), words) : teacher);
+                     exercise ? merge_student_file(f, teacher, student_text(f, teacher), words, teachers_parts) : teacher);
   }
 }
 
@@ -242,28 +246,55 @@ std::map<std::string, std::set<std::string>> stub_baseline(const GradingTree& tr
 StudentGrade grade_student(const GradingTree& tree, const fs::path& student_dir, const std::vector<std::string>& words,
                            const fs::path& teacher_tests_dir, std::ostream& progress,
                            const std::map<std::string, std::set<std::string>>& not_counted) {
-  StudentGrade s{fs::absolute(student_dir).lexically_normal().filename().string(), {}};
+  StudentGrade s{fs::absolute(student_dir).lexically_normal().filename().string(), {}, {}};
   if (s.name.empty()) s.name = fs::absolute(student_dir).lexically_normal().parent_path().filename().string();
-  sync_tree(tree, words, [&](const std::string& f, const std::string&) {
+  const auto student_text = [&](const std::string& f, const std::string&) {
     if (!fs::is_regular_file(student_dir / f))
       throw std::invalid_argument(student_dir.string() + ": " + f + " is missing (is it a handout copy?)");
     return read_text(student_dir / f);
-  });
+  };
+  sync_tree(tree, words, student_text);
   s.grades = run_tests(tree, words, build_tree(tree, words, teacher_tests_dir, s.name, progress), not_counted);
+  // The parts: all of them work when the exercise is done; otherwise each is tried alone.
+  for (std::size_t k = 0; k < words.size(); ++k) {
+    const Exercise& e = require_exercise(words[k], "grade --student");
+    std::vector<PartResult> parts;
+    for (std::size_t i = 0; i < e.functions.size(); ++i) {
+      PartResult p{e.functions[i], part_weight(e, i), s.grades[k].status == GradeStatus::done};
+      if (!p.works && e.functions.size() > 1 && s.grades[k].status == GradeStatus::failing) {
+        std::set<std::string> others(e.functions.begin(), e.functions.end());
+        others.erase(e.functions[i]);
+        sync_tree(tree, words, student_text, others);
+        const TreeBuild b = build_tree(tree, {e.word}, teacher_tests_dir, s.name + " (" + e.functions[i] + " alone)", progress);
+        p.works = run_tests(tree, {e.word}, b, not_counted).front().status == GradeStatus::done;
+      }
+      parts.push_back(p);
+    }
+    s.parts.push_back(std::move(parts));
+  }
   return s;
+}
+
+std::string part_score(const std::vector<PartResult>& parts) {
+  int got = 0, all = 0;
+  for (const PartResult& p : parts) got += p.works ? p.weight : 0, all += p.weight;
+  return std::to_string(got) + "/" + std::to_string(all);
 }
 
 std::string gradebook_csv(const std::vector<StudentGrade>& students, const std::vector<std::string>& words) {
   std::string out = "student";
-  for (const std::string& w : words) out += "," + w + "," + w + " tests";
+  for (const std::string& w : words) out += "," + w + "," + w + " tests," + w + " score";
   out += ",done,total,first failure\n";
   for (const StudentGrade& s : students) {
     out += csv_field(s.name);
     int done = 0;
     std::string first;
-    for (const ExerciseGrade& g : s.grades) {
+    for (std::size_t k = 0; k < s.grades.size(); ++k) {
+      const ExerciseGrade& g = s.grades[k];
       const char* status = g.status == GradeStatus::done ? "done" : g.status == GradeStatus::failing ? "failing" : "error";
       out += std::string(",") + status + "," + std::to_string(g.tests_passed) + "/" + std::to_string(g.tests_total);
+      out += ',';
+      out += k < s.parts.size() ? part_score(s.parts[k]) : "-";
       done += g.status == GradeStatus::done;
       if (first.empty() && g.status != GradeStatus::done) first = g.word + ": " + g.first_failure;
     }

@@ -35,18 +35,33 @@ std::vector<std::vector<std::string>> student_regions(const std::string& path, c
 
 // The teacher's file with each region of a word in `words` replaced by the student's lines; the
 // other regions keep their solution (markers dropped). Related regions keep the teacher's code.
+// `teachers_parts`: functions (region_function names) whose region keeps the teacher's solution
+// even when its word is graded: how one part of an exercise is tried alone.
 std::string merge_student_file(const std::string& path, const std::string& teacher_text,
-                               const std::string& student_text, const std::vector<std::string>& words);
+                               const std::string& student_text, const std::vector<std::string>& words,
+                               const std::set<std::string>& teachers_parts = {});
 
 struct GradingTree {
   std::filesystem::path teacher;  // the teacher's source tree
   std::filesystem::path work;     // where the grading tree (work/tree) and its build live
 };
 
-struct StudentGrade {
-  std::string name;                    // the student directory's name
-  std::vector<ExerciseGrade> grades;   // one per exercise, in course order
+// One part of an exercise (a function of Exercise::functions) tried alone: the student's region
+// for it, the teacher's for the exercise's other parts; it works when every test then passes.
+struct PartResult {
+  std::string function;
+  int weight = 1;
+  bool works = false;
 };
+
+struct StudentGrade {
+  std::string name;                            // the student directory's name
+  std::vector<ExerciseGrade> grades;           // one per exercise, in course order
+  std::vector<std::vector<PartResult>> parts;  // per exercise, its parts (filled by grade_student)
+};
+
+// "3/3": the weights of the parts that work over all the exercise's weights.
+std::string part_score(const std::vector<PartResult>& parts);
 
 // The test programs of the teacher's build (in tests_dir) that hold a test tagged [word].
 std::vector<std::string> programs_for(const std::filesystem::path& tests_dir, const std::string& word);
@@ -55,7 +70,9 @@ std::vector<std::string> programs_for(const std::filesystem::path& tests_dir, co
 // with the teacher's tree (rewriting only files that differ, so the build is incremental), puts
 // the student's regions in, builds the test programs the exercises need and runs their tests
 // tagged [word], leaving out of the counts the tests in not_counted[word] (stub_baseline). A build
-// that fails makes every exercise an error with the compiler's first error.
+// that fails makes every exercise an error with the compiler's first error. Then each part of an
+// exercise that is not done is tried alone (one more incremental build per part): its weights
+// make the part score, the partial credit.
 // `progress` receives one line per stage.
 StudentGrade grade_student(const GradingTree& tree, const std::filesystem::path& student_dir,
                            const std::vector<std::string>& words, const std::filesystem::path& teacher_tests_dir,
@@ -68,8 +85,8 @@ std::map<std::string, std::set<std::string>> stub_baseline(const GradingTree& tr
                                                            const std::filesystem::path& teacher_tests_dir,
                                                            std::ostream& progress);
 
-// A CSV gradebook: student, then per exercise its status and tests passed/total, then done,
-// total and the first failure. Fields are quoted where they hold a comma, quote or newline.
+// A CSV gradebook: student, then per exercise its status, tests passed/total and weighted part
+// score, then done, total and the first failure. Fields are quoted where they hold a comma, quote or newline.
 std::string gradebook_csv(const std::vector<StudentGrade>& students, const std::vector<std::string>& words);
 
 }  // namespace sf::train

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 #include <stdexcept>
 #include <system_error>
@@ -268,6 +269,22 @@ std::string resolve_related(const std::string& path, const std::string& text, co
   return out;
 }
 
+std::string region_function(const std::vector<std::string>& lines, int exercise_line) {
+  const auto indent = [](const std::string& l) { return l.find_first_not_of(" \t"); };
+  const std::size_t inner = indent(lines.at(exercise_line - 1));
+  int at = exercise_line - 2;
+  while (at >= 0 && (trimmed(lines[at]).empty() || trimmed(lines[at]).starts_with("//") || indent(lines[at]) >= inner)) --at;
+  while (at > 0 && lines[at].find('(') == std::string::npos) --at;
+  static const std::regex name_re(R"(([A-Za-z_][A-Za-z0-9_]*)\s*\()"), struct_re(R"(^struct ([A-Za-z_][A-Za-z0-9_]*))");
+  std::smatch m;
+  if (at < 0 || !std::regex_search(lines[at], m, name_re)) return "";
+  const std::string name = m[1];
+  if (indent(lines[at]) > 0)  // a member: the struct it is in
+    for (int s = at; s >= 0; --s)
+      if (std::regex_search(lines[s], m, struct_re)) return m[1].str() + "::" + name;
+  return name;
+}
+
 std::string handout_text(const std::string& path, const std::string& text, const std::vector<std::string>& chosen,
                          std::vector<std::string>* stubbed) {
   const std::vector<SolutionRegion> regions = find_solution_regions(path, text);  // checks every marker
@@ -346,6 +363,13 @@ std::string handout_manifest_json(const Handout& h) {
   nlohmann::json j;
   j["scratchformer_handout"] = 1;
   j["exercises"] = h.words;
+  // Each exercise's parts (the functions its regions are in) and their weights in the teacher's grade.
+  j["parts"] = nlohmann::json::object();
+  for (const std::string& w : h.words) {
+    const Exercise& e = require_exercise(w, "handout");
+    for (std::size_t i = 0; i < e.functions.size(); ++i)
+      j["parts"][w].push_back({{"function", e.functions[i]}, {"weight", part_weight(e, i)}});
+  }
   return j.dump(2) + "\n";
 }
 

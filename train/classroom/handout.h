@@ -67,6 +67,12 @@ std::vector<RelatedRegion> find_related_regions(const std::string& path, const s
 // (its markers and INSTEAD lines dropped) for the others.
 std::string resolve_related(const std::string& path, const std::string& text, const std::vector<std::string>& chosen);
 
+// The function a region is in, from the file's lines and its EXERCISE line (1-based): the nearest
+// line above that is indented less, back to the one with its "(", qualified by the struct it is
+// in when it is a member ("MatMul::backward", "causal_mask"). The registry's Exercise::functions
+// are these names.
+std::string region_function(const std::vector<std::string>& lines, int exercise_line);
+
 // The handout text of one file: chosen regions stubbed, the others' markers dropped. Appends the
 // word of each stubbed region to `stubbed` when given. Throws like find_solution_regions.
 std::string handout_text(const std::string& path, const std::string& text, const std::vector<std::string>& chosen,

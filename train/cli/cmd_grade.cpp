@@ -74,10 +74,16 @@ int run_grade_students(const GradeArgs& a) {
   bool all_done = true;
   for (const std::string& d : a.students) {
     graded.push_back(train::grade_student(tree, d, student_words(a, d), tests_dir, std::cerr, not_counted));
-    std::cerr << graded.back().name << ":\n" << train::format_grade_header();
-    for (const train::ExerciseGrade& g : graded.back().grades) {
-      std::cerr << train::format_grade_row(g);
-      all_done &= g.status == train::GradeStatus::done;
+    const train::StudentGrade& s = graded.back();
+    std::cerr << s.name << ":\n" << train::format_grade_header();
+    for (std::size_t k = 0; k < s.grades.size(); ++k) {
+      std::cerr << train::format_grade_row(s.grades[k]);
+      all_done &= s.grades[k].status == train::GradeStatus::done;
+      if (s.parts[k].size() < 2) continue;
+      std::cerr << std::string(20, ' ') << "parts / 部分:";
+      for (const train::PartResult& p : s.parts[k])
+        std::cerr << " " << p.function << (p.works ? " works" : " fails") << " (" << p.weight << ")";
+      std::cerr << " = " << train::part_score(s.parts[k]) << "\n";
     }
     std::cerr << train::format_grade_total(graded.back().grades) << "\n";
   }

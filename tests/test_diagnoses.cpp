@@ -7,6 +7,7 @@
 //   embedding: a repeated id's row overwritten instead of accumulated;
 //   cross_entropy: the mean taken over every row, ignored (padding) rows included.
 #include "test_util.h"
+#include "planted_softmax.h"
 
 #include <functional>
 #include <string>
@@ -18,6 +19,7 @@
 
 using namespace sf;
 using sf::test::max_abs_diff;
+using sf::test::SoftmaxMissingTerm;
 
 namespace {
 
@@ -65,25 +67,6 @@ void diagnose(const Tensor& got, const Tensor& right, const Tensor& mistake, con
   CHECK(max_abs_diff(got, right) < 1e-6);
 }
 
-// Softmax with the mistake planted: its backward leaves the row-sum term out.
-struct SoftmaxWithoutTerm final : Node {
-  Tensor y;
-  const char* name() const override { return "SoftmaxWithoutTerm"; }
-  static Tensor forward(const Tensor& x) {
-    Tensor out;
-    {
-      NoGradGuard no_grad;
-      out = softmax(x, -1);
-    }
-    if (any_requires_grad({&x})) {
-      auto node = std::make_shared<SoftmaxWithoutTerm>();
-      node->y = out.detach();
-      connect(node, {&x}, out);
-    }
-    return out;
-  }
-  std::vector<Tensor> backward(const Tensor& grad_output) override { return {mul(grad_output, y)}; }  // planted
-};
 
 }  // namespace
 
@@ -110,7 +93,7 @@ TEST_CASE("the softmax diagnosis names a planted mistake, and only that one", "[
     NoGradGuard no_grad;
     y = softmax(x, -1);
   }
-  const Tensor planted = analytic_grad([](const Tensor& t) { return SoftmaxWithoutTerm::forward(t); }, x, g);
+  const Tensor planted = analytic_grad([](const Tensor& t) { return SoftmaxMissingTerm::forward(t); }, x, g);
   CHECK(diagnosis(planted, mul(y, g), "hint") == "hint");
   const Tensor right = analytic_grad([](const Tensor& t) { return softmax(t, -1); }, x, g);
   CHECK(diagnosis(right, mul(y, g), "hint").empty());

@@ -10,6 +10,7 @@
 //     tolerance as FAIL.
 // The `scratchformer gradcheck` command itself: tests/test_classroom.cpp.
 #include "test_util.h"
+#include "planted_softmax.h"
 
 #include <set>
 #include <sstream>
@@ -24,6 +25,7 @@ using Catch::Contains;
 using namespace sf;
 using namespace sf::train;
 using sf::test::count_lines;
+using sf::test::SoftmaxMissingTerm;
 using sf::test::count_of;
 
 namespace {
@@ -301,27 +303,6 @@ struct LeakyMaskedFill final : Node {
   }
 };
 
-// Softmax whose backward drops a term of the right one (a planted bug for the checks to catch).
-struct SoftmaxMissingTerm final : Node {
-  Tensor y;
-  const char* name() const override { return "SoftmaxMissingTerm"; }
-  static Tensor forward(const Tensor& x) {
-    Tensor out;
-    {
-      NoGradGuard g;
-      out = softmax(x, -1);
-    }
-    if (any_requires_grad({&x})) {
-      auto node = std::make_shared<SoftmaxMissingTerm>();
-      node->y = out.detach();
-      connect(node, {&x}, out);
-    }
-    return out;
-  }
-  std::vector<Tensor> backward(const Tensor& grad_output) override {
-    return {mul(grad_output, y)};  // WRONG on purpose: misses a term
-  }
-};
 
 }  // namespace
 

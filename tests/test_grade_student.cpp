@@ -7,7 +7,7 @@
 //   THE CLASS TEST: a handout of masks and four copies of it (untouched, half done, done, and
 //     untouched with the masks tests edited to pass) graded by `grade --collect` in a clean tree
 //     built with the reference preset give the right CSV; the edited test changes nothing.
-#include "test_util.h"
+#include "handout_util.h"
 
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -25,22 +25,10 @@
 
 using Catch::Matchers::Contains;
 using namespace sf::train;
+using namespace sf::test;
 namespace fs = std::filesystem;
 
 namespace {
-
-const fs::path kFixture = fs::path(SCRATCHFORMER_TEST_DATA) / "handout" / "tree";
-const fs::path kSource = SCRATCHFORMER_SOURCE_DIR;
-const fs::path kBinary = SCRATCHFORMER_BINARY;
-
-std::string read(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void write(const fs::path& p, const std::string& text) { std::ofstream(p, std::ios::binary) << text; }
 
 // `text` with the n-th (0-based) stub line of `word` replaced by `lines`.
 std::string fill_stub(const std::string& text, const std::string& word, int n, const std::string& lines) {
@@ -52,19 +40,6 @@ std::string fill_stub(const std::string& text, const std::string& word, int n, c
   }
   const std::size_t line_start = text.rfind('\n', at) + 1;
   return text.substr(0, line_start) + lines + text.substr(text.find('\n', at));
-}
-
-// 'path', for a shell command line (appended piecewise: GCC 12's -O3 warns, wrongly, on "'" + s).
-std::string quoted(const fs::path& p) { return std::string(1, '\'').append(p.string()).append(1, '\''); }
-
-int run(const std::string& command, std::string& out) {
-  out.clear();
-  FILE* pipe = popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  char buf[4096];
-  for (std::size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
-  const int status = pclose(pipe);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 }  // namespace
@@ -159,4 +134,37 @@ TEST_CASE("grade --collect grades a class of handout copies with the teacher's t
   CHECK(row[4].starts_with("edited,failing,0/2,0/2,0,1,"));  // the edited tests changed nothing
   CHECK_THAT(printed, Contains("parts / 部分: causal_mask works (1) padding_mask fails (1) = 1/2"));
   fs::remove_all(dir);
+}
+
+TEST_CASE("rebuild (grade --build) recompiles what changed and reports the first compiler error", "[handout]") {
+  // A one-target CMake project of its own: the test never rebuilds the tree it is part of.
+  const TempDir dir("sf-rebuild");
+  write(dir.path / "CMakeLists.txt", "cmake_minimum_required(VERSION 3.25)\nproject(tiny CXX)\nadd_executable(tiny tiny.cpp)\n");
+  write(dir.path / "tiny.cpp", "int main() { return 0; }\n");
+  std::string out;
+  REQUIRE(run("cmake -S " + quoted(dir.path) + " -B " + quoted(dir.path / "build") + " >/dev/null 2>&1", out) == 0);
+  std::ostringstream progress;
+  const RebuildResult first = rebuild(dir.path / "build", {"tiny"}, progress);
+  CHECK(first.status == 0);
+  CHECK(first.first_error.empty());
+  CHECK_THAT(progress.str(), Contains("Building CXX object"));
+  CHECK(fs::is_regular_file(dir.path / "build" / "tiny"));
+  // Nothing changed: nothing is compiled again.
+  std::ostringstream again;
+  CHECK(rebuild(dir.path / "build", {"tiny"}, again).status == 0);
+  CHECK_THAT(again.str(), !Contains("Building CXX object"));
+  // A mistake: the status says so and the first error names the file and line.
+  write(dir.path / "tiny.cpp", "int main() {\n  return undeclared_name;\n}\n");
+  std::ostringstream broken;
+  const RebuildResult failed = rebuild(dir.path / "build", {"tiny"}, broken);
+  CHECK(failed.status != 0);
+  CHECK_THAT(failed.first_error, Contains("tiny.cpp:2") && Contains("error:") && Contains("undeclared_name"));
+  // Not a build tree: a clear error, nothing run.
+  CHECK_THROWS_WITH(rebuild(dir.path, {"tiny"}, broken), Contains("is not a CMake build tree") && Contains("cmake --preset student"));
+}
+
+TEST_CASE("grade --build is the student's own grade: not with --student or --collect", "[handout][errors]") {
+  std::string printed;
+  CHECK(run(quoted(kBinary) + " grade --build --student /tmp 2>&1", printed) == 2);
+  CHECK_THAT(printed, Contains("--build") && Contains("excludes"));
 }

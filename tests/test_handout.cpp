@@ -8,7 +8,7 @@
 //     compiles (-fsyntax-only with its command from the build's compile_commands.json);
 //   grade in the teacher's tree passes, and its Catch2 XML reader reads a real failing run
 //     (the hidden "grade fixture:" test cases below, run by a child train_tests).
-#include "test_util.h"
+#include "handout_util.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -28,30 +28,15 @@
 
 using Catch::Contains;
 using namespace sf::train;
+using namespace sf::test;
 namespace fs = std::filesystem;
 
 namespace {
-
-const fs::path kFixture = fs::path(SCRATCHFORMER_TEST_DATA) / "handout" / "tree";
-const fs::path kSource = SCRATCHFORMER_SOURCE_DIR;
-const fs::path kBinary = SCRATCHFORMER_BINARY;
 
 // A solution line shorter than this (trimmed) is not searched for in the handout: "}", "return
 // out;", "++i;" and the like occur everywhere, so finding one proves nothing. 16 characters
 // keeps every line that computes something specific ("a[i] = b[i] * (c[i] - d);" is 25).
 constexpr std::size_t kMinSearchedLine = 16;
-
-std::string read(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void write(const fs::path& p, const std::string& text) {
-  fs::create_directories(p.parent_path());
-  std::ofstream(p, std::ios::binary) << text;
-}
 
 std::string joined(const std::vector<std::string>& lines) {
   std::string s;
@@ -69,21 +54,6 @@ fs::path temp_dir(const std::string& name) {
   std::string t = (fs::temp_directory_path() / ("sf-" + name + "-XXXXXX")).string();
   REQUIRE(mkdtemp(t.data()) != nullptr);
   return t;
-}
-
-// 'path', for a shell command line (appended piecewise: GCC 12's -O3 warns, wrongly, on "'" + s).
-std::string quoted(const fs::path& p) { return std::string(1, '\'').append(p.string()).append(1, '\''); }
-
-// Runs a shell command; returns its exit status and fills `out` with stdout.
-int run(const std::string& command, std::string& out) {
-  out.clear();
-  FILE* pipe = popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  char buf[4096];
-  std::size_t n = 0;
-  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
-  const int status = pclose(pipe);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 // "Brace-only" lines: nothing but punctuation, which every function has.

@@ -5,7 +5,7 @@
 //   the audit finds a solution line planted elsewhere (and not once it is hidden or declared);
 //   THE TEACHER'S TEST: a handout of every exercise of the real tree holds no copy of a solution
 //     line that audit_harmless.tsv does not declare, and every declaration is still used.
-#include "test_util.h"
+#include "handout_util.h"
 
 #include <unistd.h>
 
@@ -22,17 +22,11 @@
 
 using Catch::Matchers::Contains;
 using namespace sf::train;
+using namespace sf::test;
 namespace fs = std::filesystem;
 
 namespace {
 
-const fs::path kFixture = fs::path(SCRATCHFORMER_TEST_DATA) / "handout" / "tree";
-const fs::path kSource = SCRATCHFORMER_SOURCE_DIR;
-
-void write(const fs::path& p, const std::string& text) {
-  fs::create_directories(p.parent_path());
-  std::ofstream(p, std::ios::binary) << text;
-}
 
 // A copy of the fixture tree in a fresh directory.
 fs::path fixture_copy(const std::string& name) {

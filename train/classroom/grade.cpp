@@ -1,7 +1,6 @@
 // Grading (grade.h): the Catch2 XML reader, one exercise's grade, the table and the GRADE line.
 #include "train/classroom/grade.h"
 
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -14,6 +13,7 @@
 #include <system_error>
 
 #include "train/classroom/gradcheck_suite.h"
+#include "train/classroom/shell.h"
 
 namespace sf::train {
 
@@ -115,25 +115,6 @@ bool is_failure_element(const XmlEvent& e) {
 
 // ---- running a program ---------------------------------------------------------------------
 
-std::string shell_quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-// Runs a shell command (stdout and stderr to /dev/null unless captured by the command itself);
-// returns its standard output.
-std::string command_output(const std::string& command) {
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) throw std::runtime_error("cannot run: " + command);
-  std::string out;
-  char buf[4096];
-  std::size_t n = 0;
-  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
-  pclose(pipe);
-  return out;
-}
-
 std::string read_all(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   std::ostringstream s;
@@ -143,7 +124,7 @@ std::string read_all(const fs::path& p) {
 
 // The names of the tests of `program` that `spec` selects.
 std::vector<std::string> listed_tests(const fs::path& program, const std::string& spec) {
-  const std::string out = command_output(shell_quote(program.string()) + " --list-test-names-only " + shell_quote(spec) + " 2>/dev/null");
+  const std::string out = run_shell(shell_quote(program.string()) + " --list-test-names-only " + shell_quote(spec), Stderr::dropped).output;
   std::vector<std::string> names;
   std::istringstream lines(out);
   for (std::string line; std::getline(lines, line);)
@@ -157,7 +138,7 @@ CatchReport run_catch(const fs::path& program, const std::string& spec, const st
   const int fd = mkstemp(report_path.data());
   if (fd < 0) throw std::runtime_error("grade: cannot create a temporary file in " + fs::temp_directory_path().string());
   close(fd);
-  command_output(shell_quote(program.string()) + " " + shell_quote(spec) + " -r xml -o " + shell_quote(report_path) + " >/dev/null 2>&1");
+  run_shell(shell_quote(program.string()) + " " + shell_quote(spec) + " -r xml -o " + shell_quote(report_path) + " >/dev/null", Stderr::dropped);
   CatchReport r = parse_catch_xml(read_all(report_path), source_root);
   std::error_code ignored;
   fs::remove(report_path, ignored);
@@ -368,6 +349,16 @@ std::string grade_json_document(const std::vector<ExerciseGrade>& grades) {
   }
   nlohmann::ordered_json doc{{"done", done}, {"total", grades.size()}, {"exercises", rows}};
   return doc.dump(2) + "\n";
+}
+
+RebuildResult rebuild(const fs::path& build_dir, const std::vector<std::string>& targets, std::ostream& progress) {
+  if (!fs::is_regular_file(build_dir / "CMakeCache.txt"))
+    throw std::invalid_argument("grade --build: " + build_dir.string() +
+                                " is not a CMake build tree (it has no CMakeCache.txt); configure it first (cmake --preset student)");
+  std::string command = "cmake --build " + shell_quote(build_dir.string()) + " --target";
+  for (const std::string& t : targets) command += " " + shell_quote(t);
+  const CommandResult r = run_shell(command, Stderr::merged, [&](const std::string& line) { progress << line << "\n" << std::flush; });
+  return {r.status, r.status == 0 ? "" : first_build_error(r.output)};
 }
 
 }  // namespace sf::train

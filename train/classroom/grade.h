@@ -15,6 +15,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <ostream>
 #include <set>
 #include <string>
 #include <vector>
@@ -78,5 +79,15 @@ std::string format_grade_total(const std::vector<ExerciseGrade>& grades);
 std::string grade_json_line(const std::vector<ExerciseGrade>& grades);
 // Every field of every row, for --json.
 std::string grade_json_document(const std::vector<ExerciseGrade>& grades);
+
+// `grade --build`: rebuilds `targets` in the CMake build tree `build_dir` (only what changed is
+// recompiled), passing each line of the build to `progress` as it comes. status is cmake's exit
+// status; first_error the build's first error line when it failed.
+struct RebuildResult {
+  int status = 0;
+  std::string first_error;
+};
+RebuildResult rebuild(const std::filesystem::path& build_dir, const std::vector<std::string>& targets,
+                      std::ostream& progress);
 
 }  // namespace sf::train

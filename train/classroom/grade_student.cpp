@@ -1,20 +1,17 @@
 // Grading on the teacher's side (grade_student.h).
 #include "train/classroom/grade_student.h"
 
-#include <sys/wait.h>
-
 #include <algorithm>
-#include <cstdio>
 #include <fstream>
 #include <map>
 #include <set>
-#include <tuple>
 #include <ostream>
 #include <sstream>
 #include <stdexcept>
 
 #include "train/classroom/exercises.h"
 #include "train/classroom/handout.h"
+#include "train/classroom/shell.h"
 
 namespace sf::train {
 
@@ -40,23 +37,6 @@ std::string trim(const std::string& s) {
   return s.substr(a, s.find_last_not_of(" \t\r") - a + 1);
 }
 
-// The output (stdout and stderr) of a shell command and its exit status.
-std::pair<std::string, int> run(const std::string& command) {
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (!pipe) throw std::runtime_error("cannot run: " + command);
-  std::string out;
-  char buf[4096];
-  for (std::size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
-  const int status = pclose(pipe);
-  return {out, WIFEXITED(status) ? WEXITSTATUS(status) : -1};
-}
-
-std::string quoted(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
 // Writes `text` to `path` only when it differs, so the build recompiles only what changed.
 void write_if_changed(const fs::path& path, const std::string& text) {
   if (fs::exists(path) && read_text(path) == text) return;
@@ -64,14 +44,6 @@ void write_if_changed(const fs::path& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);
   out << text;
   if (!out) throw std::runtime_error(path.string() + ": cannot write");
-}
-
-// The first line of a build log that names an error, or its last line.
-std::string first_error(const std::string& log) {
-  const std::vector<std::string> lines = lines_of(log);
-  for (const std::string& l : lines)
-    if (l.find("error:") != std::string::npos || l.find("Error ") != std::string::npos) return trim(l);
-  return lines.empty() ? "the build failed" : trim(lines.back());
 }
 
 std::string csv_field(const std::string& s) {
@@ -150,28 +122,39 @@ std::vector<std::string> programs_for(const fs::path& tests_dir, const std::stri
     if (!fs::is_regular_file(program))
       throw std::invalid_argument("grade: the teacher's test program " + program.string() +
                                   " is not built (cmake --build --preset release)");
-    const auto [out, status] = run(quoted(program.string()) + " --list-test-names-only " + quoted("[" + word + "]"));
-    if (status >= 0 && !trim(out).empty()) programs.push_back(p);
+    const CommandResult listed =
+        run_shell(shell_quote(program.string()) + " --list-test-names-only " + shell_quote("[" + word + "]"), Stderr::dropped);
+    if (listed.status >= 0 && !trim(listed.output).empty()) programs.push_back(p);
   }
   return programs;
 }
 
 namespace {
 
-// The grading tree for one copy: the teacher's files, with the lines `student_text(path, teacher
-// text)` gives for the exercises' files merged in (only files that differ are rewritten).
-template <class StudentText>
-void sync_tree(const GradingTree& tree, const std::vector<std::string>& words, StudentText student_text,
-               const std::set<std::string>& teachers_parts = {}) {
-  std::vector<std::string> exercise_files;
+std::vector<std::string> exercise_files(const std::vector<std::string>& words) {
+  std::vector<std::string> files;
   for (const std::string& w : words)
     for (const std::string& f : require_exercise(w, "grade --student").where)
-      if (std::find(exercise_files.begin(), exercise_files.end(), f) == exercise_files.end()) exercise_files.push_back(f);
+      if (std::find(files.begin(), files.end(), f) == files.end()) files.push_back(f);
+  return files;
+}
+
+// One exercise file of the grading tree: the teacher's, with the lines `student_text(path,
+// teacher text)` gives merged in (rewritten only when it differs, so the build is incremental).
+template <class StudentText>
+void sync_exercise_file(const GradingTree& tree, const std::string& f, const std::vector<std::string>& words,
+                        StudentText student_text, const std::set<std::string>& teachers_parts = {}) {
+  const std::string teacher = read_text(tree.teacher / f);
+  write_if_changed(tree.work / "tree" / f, merge_student_file(f, teacher, student_text(f, teacher), words, teachers_parts));
+}
+
+// The grading tree for one copy: every teacher file, the exercises' files merged.
+template <class StudentText>
+void sync_tree(const GradingTree& tree, const std::vector<std::string>& words, StudentText student_text) {
+  const std::vector<std::string> merged = exercise_files(words);
   for (const std::string& f : source_files(tree.teacher)) {
-    const std::string teacher = read_text(tree.teacher / f);
-    const bool exercise = std::find(exercise_files.begin(), exercise_files.end(), f) != exercise_files.end();
-    write_if_changed(tree.work / "tree" / f,
-                     exercise ? merge_student_file(f, teacher, student_text(f, teacher), words, teachers_parts) : teacher);
+    if (std::find(merged.begin(), merged.end(), f) != merged.end()) sync_exercise_file(tree, f, words, student_text);
+    else write_if_changed(tree.work / "tree" / f, read_text(tree.teacher / f));
   }
 }
 
@@ -193,14 +176,15 @@ TreeBuild build_tree(const GradingTree& tree, const std::vector<std::string>& wo
   }
   if (targets.empty()) return b;
   const fs::path work_tree = tree.work / "tree";
-  std::string command = "cd " + quoted(work_tree.string()) + " && ";
+  std::string command = "cd " + shell_quote(work_tree.string()) + " && ";
   if (!fs::exists(work_tree / "build" / "reference" / "CMakeCache.txt")) command += "cmake --preset reference >/dev/null && ";
   command += "cmake --build --preset reference --target";
   for (const std::string& t : targets) command += " " + t;
   progress << name << ": building";
   for (const std::string& t : targets) progress << " " << t;
   progress << " in " << work_tree.string() << " (the first build takes minutes) / 构建中\n" << std::flush;
-  std::tie(b.log, b.status) = run(command);
+  const CommandResult built = run_shell(command, Stderr::merged);
+  b.log = built.output, b.status = built.status;
   return b;
 }
 
@@ -211,7 +195,7 @@ std::vector<ExerciseGrade> run_tests(const GradingTree& tree, const std::vector<
   for (std::size_t k = 0; k < words.size(); ++k) {
     const Exercise& e = require_exercise(words[k], "grade --student");
     if (b.status != 0) {
-      grades.push_back({e.word, e.title, e.title_zh, GradeStatus::error, 0, 0, 0, "-", "build: " + first_error(b.log)});
+      grades.push_back({e.word, e.title, e.title_zh, GradeStatus::error, 0, 0, 0, "-", "build: " + first_build_error(b.log)});
       continue;
     }
     GradeOptions opt;
@@ -232,12 +216,12 @@ std::map<std::string, std::set<std::string>> stub_baseline(const GradingTree& tr
                                                            const fs::path& teacher_tests_dir, std::ostream& progress) {
   sync_tree(tree, words, [&](const std::string& f, const std::string& teacher) { return handout_text(f, teacher, words); });
   const TreeBuild b = build_tree(tree, words, teacher_tests_dir, "the untouched handout", progress);
-  if (b.status != 0) throw std::runtime_error("grade: the untouched handout does not build: " + first_error(b.log));
+  if (b.status != 0) throw std::runtime_error("grade: the untouched handout does not build: " + first_build_error(b.log));
   std::map<std::string, std::set<std::string>> passing;
   for (std::size_t k = 0; k < words.size(); ++k)
     for (const std::string& p : b.programs[k]) {
       const fs::path program = tree.work / "tree" / "build" / "reference" / "tests" / p;
-      const auto [xml, status] = run(quoted(program.string()) + " " + quoted("[" + words[k] + "]") + " -r xml");
+      const std::string xml = run_shell(shell_quote(program.string()) + " " + shell_quote("[" + words[k] + "]") + " -r xml", Stderr::dropped).output;
       for (const std::string& name : parse_catch_xml(xml).passed_names) passing[words[k]].insert(name);
     }
   return passing;
@@ -259,17 +243,22 @@ StudentGrade grade_student(const GradingTree& tree, const fs::path& student_dir,
   for (std::size_t k = 0; k < words.size(); ++k) {
     const Exercise& e = require_exercise(words[k], "grade --student");
     std::vector<PartResult> parts;
+    bool tried_alone = false;
     for (std::size_t i = 0; i < e.functions.size(); ++i) {
       PartResult p{e.functions[i], part_weight(e, i), s.grades[k].status == GradeStatus::done};
       if (!p.works && e.functions.size() > 1 && s.grades[k].status == GradeStatus::failing) {
         std::set<std::string> others(e.functions.begin(), e.functions.end());
         others.erase(e.functions[i]);
-        sync_tree(tree, words, student_text, others);
+        for (const std::string& f : e.where) sync_exercise_file(tree, f, words, student_text, others);
+        tried_alone = true;
         const TreeBuild b = build_tree(tree, {e.word}, teacher_tests_dir, s.name + " (" + e.functions[i] + " alone)", progress);
         p.works = run_tests(tree, {e.word}, b, not_counted).front().status == GradeStatus::done;
       }
       parts.push_back(p);
     }
+    // The student's code back in every region before the next exercise's parts are tried.
+    if (tried_alone)
+      for (const std::string& f : e.where) sync_exercise_file(tree, f, words, student_text);
     s.parts.push_back(std::move(parts));
   }
   return s;

@@ -13,6 +13,7 @@
 #include <system_error>
 
 #include "train/classroom/exercises.h"
+#include "train/classroom/shell.h"
 
 namespace sf::train {
 
@@ -102,27 +103,9 @@ void write_file(const fs::path& p, const std::string& text) {
   if (!out) throw std::runtime_error(p.string() + ": cannot write");
 }
 
-// The standard output of a shell command and its exit status.
-std::pair<std::string, int> run_command(const std::string& command) {
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) throw std::runtime_error("cannot run: " + command);
-  std::string out;
-  char buf[4096];
-  std::size_t n = 0;
-  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
-  const int status = pclose(pipe);
-  return {out, WIFEXITED(status) ? WEXITSTATUS(status) : -1};
-}
-
-std::string shell_quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
 std::vector<std::string> git_files(const fs::path& root) {
   const auto [out, status] =
-      run_command("git -C " + shell_quote(root.string()) + " ls-files -z --cached --others --exclude-standard 2>/dev/null");
+      run_shell("git -C " + shell_quote(root.string()) + " ls-files -z --cached --others --exclude-standard", Stderr::dropped);
   if (status != 0) throw std::runtime_error(root.string() + ": `git ls-files` failed (exit status " + std::to_string(status) + ")");
   std::vector<std::string> files;
   std::size_t at = 0;
@@ -385,8 +368,8 @@ std::string handout_readme(const Handout& h) {
     << "kernel plain (your code is what runs), in a few minutes. The `release` preset builds everything.\n\n"
     << "`student` 预设只构建库、练习的测试和 `scratchformer`，所有内核都用朴素版本（运行的就是你的代码），几分钟即可；\n"
     << "`release` 预设构建全部。\n\n"
-    << "## Check your work / 检查\n\n```\nbuild/student/scratchformer grade                      # every exercise / 全部练习\n"
-    << "build/student/scratchformer grade --exercise WORD      # one exercise / 单个练习\n"
+    << "## Check your work / 检查\n\n```\nbuild/student/scratchformer grade --build              # rebuild what you changed, grade every exercise / 重新构建改动部分并评分\n"
+    << "build/student/scratchformer grade --build --exercise WORD  # one exercise / 单个练习\n"
     << "ctest --preset student -L WORD                         # its tests / 它的测试\n"
     << "build/student/scratchformer gradcheck --module WORD    # its gradient check / 它的梯度检查\n```\n\n"
     << "## Exercises / 练习\n\n| exercise | what to write | 要实现的内容 | files |\n|---|---|---|---|\n";

@@ -13,6 +13,7 @@
 #include "autograd/graph_dot.h"
 #include "autograd/node.h"
 #include "data/tokenizer.h"
+#include "train/classroom/shell.h"
 
 namespace sf::train {
 
@@ -195,14 +196,6 @@ void TraceHooks::after_backward(std::int64_t session_step, std::int64_t step) {
 
 // ---- --dump-graph --------------------------------------------------------------------------------
 
-namespace {
-std::string shell_quoted(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-}  // namespace
-
 void dump_graph(const Tensor& loss, const nn::Module& model, const std::string& path, std::ostream& log) {
   GraphDotCounts counts;
   {
@@ -214,7 +207,7 @@ void dump_graph(const Tensor& loss, const nn::Module& model, const std::string& 
   const std::string svg = fs::path(path).replace_extension(".svg").string();
   log << "graph: wrote " << path << " (" << counts.ops << " ops, " << counts.leaves << " parameters, " << counts.edges
       << " edges)\n";
-  const std::string render = "dot -Tsvg " + shell_quoted(path) + " -o " + shell_quoted(svg);
+  const std::string render = "dot -Tsvg " + shell_quote(path) + " -o " + shell_quote(svg);
   if (std::system("command -v dot >/dev/null 2>&1") == 0 && std::system((render + " 2>/dev/null").c_str()) == 0)
     log << "graph: rendered " << svg << " with Graphviz\n";
   else

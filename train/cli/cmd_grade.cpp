@@ -1,4 +1,4 @@
-// `scratchformer grade [--exercise W]... [--json]`: grades the exercises of a handout (or all of
+// `scratchformer grade [--build] [--exercise W]... [--json]`: grades the exercises of a handout (or all of
 // them in the teacher's tree): each one's gradcheck entry and its tagged Catch2 tests
 // (train/classroom/grade.h), one row per exercise as it finishes, a total and a GRADE line.
 // Exit status 0 when every exercise is done, 1 when some are not, 2 on bad input or a grade error.
@@ -6,6 +6,7 @@
 // student copies in a clean tree with the teacher's tests (train/classroom/grade_student.h).
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -34,6 +35,7 @@ struct GradeArgs {
   bool collect = false;
   std::string work;                    // empty: <source>/build/grading
   std::string csv;                     // --collect: the gradebook file (empty: standard output)
+  bool build = false;                  // rebuild what changed first (and rerun the rebuilt program)
 };
 
 fs::path program_dir() {
@@ -99,8 +101,50 @@ int run_grade_students(const GradeArgs& a) {
   return all_done ? 0 : 1;
 }
 
+// Set in the environment of the program `grade --build` re-runs, so that it grades instead of
+// building again.
+constexpr const char* kRebuiltVariable = "SCRATCHFORMER_GRADE_REBUILT";
+
+// This program's own command line, read back from /proc.
+std::vector<std::string> own_arguments() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::vector<std::string> args;
+  for (std::string arg; std::getline(in, arg, '\0');) args.push_back(arg);
+  return args;
+}
+
+// `grade --build`: rebuilds the test programs this build has and the program itself (the
+// gradcheck entries run inside it, so it must hold the student's latest code too). When the
+// program was rebuilt it is run again, with the same arguments, to grade.
+void rebuild_then_rerun(const GradeArgs& a) {
+  if (std::getenv(kRebuiltVariable)) return;  // the rerun: already built
+  const fs::path build_dir = program_dir();
+  const fs::path tests_dir = a.tests_dir.empty() ? build_dir / "tests" : fs::path(a.tests_dir);
+  std::vector<std::string> targets;
+  for (const std::string& p : train::test_programs())
+    if (fs::is_regular_file(tests_dir / p)) targets.push_back(p);
+  targets.push_back("scratchformer");
+  const fs::path self = build_dir / "scratchformer";
+  std::error_code ec;
+  const auto before = fs::last_write_time(self, ec);
+  std::cerr << "building what changed / 重新构建改动的部分: cmake --build " << build_dir.string() << "\n" << std::flush;
+  const train::RebuildResult r = train::rebuild(build_dir, targets, std::cerr);
+  if (r.status != 0)
+    throw std::invalid_argument("grade --build: the build failed / 构建失败: " + r.first_error);
+  if (fs::last_write_time(self, ec) == before) return;  // nothing of the program changed
+  std::vector<std::string> args = own_arguments();
+  std::vector<char*> argv;
+  for (std::string& s : args) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  setenv(kRebuiltVariable, "1", 1);
+  std::cerr << "running the rebuilt program / 运行新构建的程序\n" << std::flush;
+  execv(self.c_str(), argv.data());
+  throw std::runtime_error("grade --build: cannot run the rebuilt " + self.string());
+}
+
 int run_grade(const GradeArgs& a) {
   if (!a.students.empty()) return run_grade_students(a);
+  if (a.build) rebuild_then_rerun(a);
   const std::vector<std::string> words = words_to_grade(a);
   train::GradeOptions opt;
   opt.tests_dir = a.tests_dir.empty() ? program_dir() / "tests" : fs::path(a.tests_dir);
@@ -152,6 +196,10 @@ Command add_grade_command(CLI::App& app) {
                                          "Teacher: grade every student copy given (DIR...) into a CSV gradebook");
   student->expected(1)->excludes(collect);
   collect->expected(1, -1)->each([a](const std::string&) { a->collect = true; });
+  cmd->add_flag("--build", a->build,
+                "Rebuild what changed (the test programs and this program) before grading")
+      ->excludes(student)
+      ->excludes(collect);
   cmd->add_option("--work", a->work, "Teacher: where the clean grading tree and its build live (default: build/grading)");
   cmd->add_option("--csv", a->csv, "Teacher, with --collect: write the gradebook here instead of standard output");
   return {cmd, [a] { return run_grade(*a); }};

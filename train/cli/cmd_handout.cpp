@@ -58,13 +58,15 @@ void print_summary(const train::Handout& h, const std::string& out_dir) {
   for (const train::HandoutFile& f : h.files)
     if (!f.stubbed.empty()) std::cout << "  " << f.path << " (" << f.stubbed.size() << ")\n";
   std::cout << "next / 下一步:\n  cd " << out_dir << " && cmake --preset student && cmake --build --preset student\n"
-            << "  build/student/scratchformer grade      # every exercise fails until written / 未实现的练习都不通过\n"
+            << "  build/student/scratchformer grade --build   # rebuild what changed, then grade; every exercise fails until written / 未实现的练习都不通过\n"
             << "hand out the directory (it has no .git: the history holds the solutions) / 分发该目录（不含 .git）\n";
 }
 
-// Every exercise with its lecture and files, lecture by lecture, in both languages.
-void print_list() {
+// Every exercise (or those of one lecture) with its lecture and files, in both languages.
+void print_list(const std::string& lecture) {
+  if (!lecture.empty()) train::lecture_exercises(lecture);  // an unknown lecture is an error
   for (const train::Lecture& l : train::lectures()) {
+    if (!lecture.empty() && l.word != lecture) continue;
     std::cout << l.word << ": " << l.title << " / " << l.title_zh << "\n";
     for (const train::Exercise& e : train::exercises()) {
       if (e.lecture != l.word) continue;
@@ -115,7 +117,7 @@ int run_audit(const std::string& source, const std::vector<std::string>& words) 
 }
 
 int run_handout(const HandoutArgs& a) {
-  if (a.list) return print_list(), 0;
+  if (a.list) return print_list(a.lecture), 0;
   train::require_scratchformer_tree(a.source);
   const std::vector<std::string> words =
       a.lecture.empty() ? chosen_words(a.exercises) : train::lecture_exercises(a.lecture);

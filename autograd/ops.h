@@ -135,6 +135,20 @@ Tensor attention_naive(const Tensor& q, const Tensor& k, const Tensor& v, const 
 // tiled_attention forward or backward has used since the last reset. reset: start again from 0.
 std::int64_t tiled_attention_peak_scratch_bytes(bool reset = false);
 
+// ---- ops_recurrent.cpp: the element-wise part of one recurrent step, fused ----
+// The gates' matrix products are linear() (x W_ih^T + b_ih for every step at once, h W_hh^T + b_hh
+// per step); these ops do the rest of the step, forward and backward written out. Gate order and
+// formulas are PyTorch's (torch.nn.LSTM, torch.nn.GRU); σ is the logistic sigmoid.
+// LSTM, gates (B, 4H) = [i | f | g | o], c_prev (B, H):
+//   c = σ(f) ⊙ c_prev + σ(i) ⊙ tanh(g)                  -> c (B, H)
+Tensor lstm_cell_state(const Tensor& gates, const Tensor& c_prev);
+//   h = σ(o) ⊙ tanh(c)                                   -> h (B, H)
+Tensor lstm_cell_output(const Tensor& gates, const Tensor& c);
+// GRU, gx = x W_ih^T + b_ih and gh = h_prev W_hh^T + b_hh, each (B, 3H) = [r | z | n], h_prev (B, H):
+//   r = σ(gx_r + gh_r), z = σ(gx_z + gh_z), n = tanh(gx_n + r ⊙ gh_n)
+//   h = (1 − z) ⊙ n + z ⊙ h_prev                         -> h (B, H)
+Tensor gru_cell(const Tensor& gx, const Tensor& gh, const Tensor& h_prev);
+
 // ---- operators ----
 inline Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
 inline Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }

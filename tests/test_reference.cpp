@@ -9,6 +9,9 @@
 //   seq2seq_pre_ln / _post_ln           Seq2SeqTransformer vs a model built from
 //                                       torch.nn.TransformerEncoderLayer / DecoderLayer: logits,
 //                                       label-smoothed cross-entropy, every parameter gradient
+//   recurrent_rnn / _gru / _lstm        Recurrent vs torch.nn.RNN / GRU / LSTM: two layers,
+//                                       bidirectional, packed padding; outputs, final states,
+//                                       every gradient
 //   decoder_only_lm                     DecoderOnlyTransformer (pre-LN, grouped-query attention,
 //                                       GELU, tied LM head) vs pre-LN causal blocks on torch's
 //                                       multi-head attention: the same three, on make_lm_batch's
@@ -35,6 +38,7 @@
 #include "nn/attention.h"
 #include "nn/decoder_only.h"
 #include "nn/norm.h"
+#include "nn/recurrent.h"
 #include "nn/seq2seq.h"
 #include "test_util.h"
 #include "train/checkpoint/safetensors.h"
@@ -264,6 +268,53 @@ TEST_CASE("LayerNorm matches torch LayerNorm", "[reference][layer_norm]") {
     cmp.require_all_grads_checked();
     cmp.report();
   }
+}
+
+// ---- the recurrent layers vs torch.nn.RNN / GRU / LSTM ----
+
+// Two layers, bidirectional, a padded batch (PyTorch read it packed): outputs, final states and
+// every gradient, through T steps of backpropagation through time.
+void check_recurrent(const std::string& case_name) {
+  for (Dtype dtype : kDtypes) {
+    const Reference ref(case_name);
+    const nn::CellKind kind = nn::parse_cell_kind(ref.meta("cell"));
+    Generator gen(0);  // the weights are the file's
+    nn::Recurrent layer(kind, ref.meta_int("input_size"), ref.meta_int("hidden_size"), ref.meta_int("num_layers"),
+                        ref.meta_int("bidirectional") == 1, gen, dtype);
+    load_weights(layer, ref);
+    Tensor x = ref.input("x", dtype).requires_grad_();                      // (B,T,I)
+    const Tensor pad = ne(ref.input("pad", Dtype::Int64), 0.0);             // (B,T), true at padding
+    const nn::Recurrent::Output out = layer.forward(x, pad);
+    // h_n, c_n as PyTorch stacks them: (layers * directions, B, H)
+    std::vector<Tensor> hs, cs;
+    for (const nn::RecurrentState& st : out.final) hs.push_back(st.h), cs.push_back(st.c);
+    const Tensor h_n = stack(hs, 0);
+    Tensor loss = sum(mul(out.outputs, ref.input("grad_out", dtype))) + sum(mul(h_n, ref.input("grad_h", dtype)));
+    Tensor c_n;
+    if (kind == nn::CellKind::lstm) c_n = stack(cs, 0), loss = loss + sum(mul(c_n, ref.input("grad_c", dtype)));
+    loss.backward();
+
+    Comparison cmp(ref, dtype);
+    cmp.check("out", out.outputs);
+    cmp.check("h_n", h_n);
+    if (c_n.defined()) cmp.check("c_n", c_n);
+    cmp.check("grad.x", x.grad());
+    cmp.check_parameter_grads(layer);
+    cmp.require_all_grads_checked();
+    cmp.report();
+  }
+}
+
+TEST_CASE("RNN (tanh) matches torch.nn.RNN: two layers, bidirectional, packed padding", "[reference][recurrent]") {
+  check_recurrent("recurrent_rnn");
+}
+
+TEST_CASE("GRU matches torch.nn.GRU: two layers, bidirectional, packed padding", "[reference][recurrent]") {
+  check_recurrent("recurrent_gru");
+}
+
+TEST_CASE("LSTM matches torch.nn.LSTM: two layers, bidirectional, packed padding", "[reference][recurrent]") {
+  check_recurrent("recurrent_lstm");
 }
 
 // ---- Seq2SeqTransformer vs a model of torch.nn Transformer layers ----

@@ -40,6 +40,9 @@ Cases (one file each):
                        padded; logits, label-smoothed cross-entropy and every parameter gradient. The
                        same weights run through torch.nn.TransformerEncoderLayer (each k/v head's
                        projection repeated for its query heads) must give the same logits and gradients
+    recurrent_rnn      torch.nn.RNN (tanh), GRU and LSTM: two layers, bidirectional, on a padded batch
+    recurrent_gru      read through pack_padded_sequence; outputs, final states (h_n, c_n), the input's
+    recurrent_lstm     and every weight's gradient
 
 The safetensors files are written by tools/torch_model.py's write_safetensors (8-byte little-endian
 header length, JSON header, raw little-endian data, the FNV-1a checksum train/checkpoint/safetensors.h checks),
@@ -487,6 +490,52 @@ def decoder_only_case():
     print(f"  torch.nn.TransformerEncoderLayer blocks give the same logits and gradients to {gap:.3g}")
 
 
+# ---------------------------------------------------------------------------------------------
+# Cases 6-8: the recurrent layers against torch.nn.RNN / GRU / LSTM
+# ---------------------------------------------------------------------------------------------
+
+def recurrent_case(case, seed, kind):
+    """torch.nn.RNN (tanh) / GRU / LSTM, two layers, bidirectional, batch_first, on a padded batch
+    read through pack_padded_sequence (rows of lengths 5, 3, 2). Scratchformer's names are PyTorch's
+    (weight_ih_l0, ..._reverse), so the weights are saved as they are. Backpropagates
+    sum(out * grad_out) + sum(h_n * grad_h) (+ sum(c_n * grad_c) for the LSTM): every weight, the
+    input and the final states get a gradient. Padded outputs are zeros, as pad_packed_sequence gives."""
+    torch.manual_seed(seed)
+    B, T, I, H, L = 3, 5, 4, 3, 2
+    cls = {"rnn": nn.RNN, "gru": nn.GRU, "lstm": nn.LSTM}[kind]
+    layer = cls(I, H, num_layers=L, bidirectional=True, batch_first=True)
+    with torch.no_grad():  # PyTorch's own U(-1/sqrt(H), 1/sqrt(H)), redrawn as float32 values
+        for p in layer.parameters():
+            p.copy_((torch.rand(p.shape, dtype=torch.float32) * 2 - 1) / math.sqrt(H))
+    layer.double()
+    lengths = torch.tensor([5, 3, 2])
+    x = f32_randn(B, T, I)
+    pad = torch.arange(T)[None, :] >= lengths[:, None]  # (B, T), True at padding
+    x[pad] = 0.0  # what a padded embedding row looks like; the layer must not read it anyway
+    grad_out = f32_randn(B, T, 2 * H)
+    grad_h = f32_randn(2 * L, B, H)
+    grad_c = f32_randn(2 * L, B, H)
+    x64 = x.double().requires_grad_()
+    packed = nn.utils.rnn.pack_padded_sequence(x64, lengths, batch_first=True, enforce_sorted=False)
+    out_packed, state = layer(packed)
+    out, _ = nn.utils.rnn.pad_packed_sequence(out_packed, batch_first=True, total_length=T)
+    h_n, c_n = (state if kind == "lstm" else (state, None))
+    loss = (out * grad_out.double()).sum() + (h_n * grad_h.double()).sum()
+    if c_n is not None:
+        loss = loss + (c_n * grad_c.double()).sum()
+    loss.backward()
+    w, g = weights_and_grads(layer)
+    tensors = [("x", x), ("pad", pad.to(torch.int64)), ("grad_out", grad_out), ("grad_h", grad_h)]
+    tensors += [("grad_c", grad_c)] if c_n is not None else []
+    tensors += w + [("out", out.detach()), ("h_n", h_n.detach())]
+    tensors += [("c_n", c_n.detach())] if c_n is not None else []
+    tensors += [("grad.x", x64.grad)] + g
+    meta = common_metadata(case)
+    meta.update({"cell": kind, "input_size": I, "hidden_size": H, "num_layers": L, "bidirectional": 1,
+                 "loss": "sum(out * grad_out) + sum(h_n * grad_h) [+ sum(c_n * grad_c)]"})
+    save_safetensors(os.path.join(OUT_DIR, case + ".safetensors"), tensors, meta)
+
+
 # Every case by name, in the order a full run writes them.
 CASES = {
     "attention_self": lambda: attention_case("attention_self", seed=1, t_q=5, t_k=5, cross=False, causal=False),
@@ -498,6 +547,9 @@ CASES = {
                                                                    "tgt_vocab": 13, "share_embeddings": False,
                                                                    "tie_output": False}),
     "decoder_only_lm": decoder_only_case,
+    "recurrent_rnn": lambda: recurrent_case("recurrent_rnn", 7, "rnn"),
+    "recurrent_gru": lambda: recurrent_case("recurrent_gru", 8, "gru"),
+    "recurrent_lstm": lambda: recurrent_case("recurrent_lstm", 9, "lstm"),
 }
 
 

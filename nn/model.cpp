@@ -12,6 +12,7 @@
 
 #include "nn/decoder_only.h"
 #include "nn/encoder_only.h"
+#include "nn/rnn_seq2seq.h"
 #include "nn/seq2seq.h"
 
 namespace sf::nn {
@@ -105,6 +106,7 @@ std::unique_ptr<Model> make_model(const ModelConfig& cfg, Generator& init_gen, D
     case Arch::EncoderDecoder: return std::make_unique<Seq2SeqTransformer>(cfg, init_gen, dtype);
     case Arch::DecoderOnly: return std::make_unique<DecoderOnlyTransformer>(cfg, init_gen, dtype);
     case Arch::EncoderOnly: return std::make_unique<EncoderOnlyTransformer>(cfg, init_gen, dtype);
+    case Arch::Rnn: return std::make_unique<RnnSeq2Seq>(cfg, init_gen, dtype);
   }
   SF_CHECK(false, "make_model: unknown architecture ", static_cast<int>(cfg.arch));
 }
@@ -114,6 +116,7 @@ const char* arch_name(Arch arch) {
     case Arch::EncoderDecoder: return "encoder-decoder";
     case Arch::DecoderOnly: return "decoder-only";
     case Arch::EncoderOnly: return "encoder-only";
+    case Arch::Rnn: return "rnn";
   }
   return "?";
 }
@@ -122,7 +125,38 @@ Arch parse_arch(const std::string& name) {
   if (name == "encoder-decoder") return Arch::EncoderDecoder;
   if (name == "decoder-only") return Arch::DecoderOnly;
   if (name == "encoder-only") return Arch::EncoderOnly;
-  throw std::invalid_argument("expected encoder-decoder, decoder-only or encoder-only, got '" + name + "'");
+  if (name == "rnn") return Arch::Rnn;
+  throw std::invalid_argument("expected encoder-decoder, decoder-only, encoder-only or rnn, got '" + name + "'");
+}
+
+void ModelConfig::validate_rnn() const {
+  const auto positive = [](const char* field, std::int64_t value) {
+    if (value <= 0)
+      throw std::invalid_argument(std::string("ModelConfig: ") + field + " must be positive, got " + std::to_string(value));
+  };
+  positive("src_vocab", src_vocab);
+  positive("tgt_vocab", tgt_vocab);
+  positive("d_model", d_model);
+  if (d_model % 2 != 0)
+    throw std::invalid_argument("ModelConfig: arch rnn needs an even d_model (D/2 units per encoder direction), got " +
+                                std::to_string(d_model));
+  positive("encoder_layers", encoder_layers);
+  positive("decoder_layers", decoder_layers);
+  positive("max_len", max_len);
+  if (pad_id < 0 || pad_id >= src_vocab || pad_id >= tgt_vocab)
+    throw std::invalid_argument("ModelConfig: pad_id " + std::to_string(pad_id) +
+                                " is not a token of both vocabularies (src_vocab " + std::to_string(src_vocab) +
+                                ", tgt_vocab " + std::to_string(tgt_vocab) + ")");
+  if (!(dropout >= 0 && dropout < 1))  // written so that NaN fails too
+    throw std::invalid_argument("ModelConfig: dropout must be in [0, 1), got " + std::to_string(dropout));
+}
+
+bool is_transformer(Arch arch) { return arch != Arch::Rnn; }
+
+void require_transformer(Arch arch, const std::string& who) {
+  if (!is_transformer(arch))
+    throw std::invalid_argument(who + ": needs a Transformer (arch encoder-decoder, decoder-only or encoder-only), got arch " +
+                                arch_name(arch));
 }
 
 }  // namespace sf::nn

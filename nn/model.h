@@ -8,6 +8,8 @@
 //                    cross-attention; a prompt and its continuation are one sequence
 //   encoder-only     EncoderOnlyTransformer (nn/encoder_only.h): one bidirectional stack with
 //                    a masked-LM head or a classification head; it does not generate
+//   rnn              RnnSeq2Seq (nn/rnn_seq2seq.h): the recurrent encoder-decoder that came
+//                    before the Transformer (LSTM/GRU/RNN cells, optional attention; translation)
 //
 // Letters: B batch, S source length, T target length, V vocabulary.
 //
@@ -102,5 +104,13 @@ std::unique_ptr<Model> make_model(const ModelConfig& cfg, Generator& init_gen, D
 // naming the value and the choices for an unknown one).
 const char* arch_name(Arch arch);
 Arch parse_arch(const std::string& name);
+
+// Whether `arch` is one of the Transformers (encoder-decoder, decoder-only, encoder-only), not the
+// recurrent rnn. What is built on their heads and layers (attention figures, FLOP and parameter
+// formulas of attention layers, the explorer's head views) needs one.
+bool is_transformer(Arch arch);
+// Throws std::invalid_argument, one line naming `who`, unless is_transformer(arch):
+// "attention: needs a Transformer (arch encoder-decoder, decoder-only or encoder-only), got arch rnn".
+void require_transformer(Arch arch, const std::string& who);
 
 }  // namespace sf::nn

@@ -21,6 +21,24 @@ const char* cell_kind_name(CellKind kind) {
 
 std::int64_t gates_per_cell(CellKind kind) { return kind == CellKind::rnn ? 1 : kind == CellKind::gru ? 3 : 4; }
 
+RnnAttention parse_rnn_attention(const std::string& name) {
+  if (name == "none") return RnnAttention::None;
+  if (name == "additive") return RnnAttention::Additive;
+  if (name == "dot") return RnnAttention::Dot;
+  if (name == "general") return RnnAttention::General;
+  throw std::invalid_argument("rnn attention: expected none, additive, dot or general, got '" + name + "'");
+}
+
+const char* rnn_attention_name(RnnAttention kind) {
+  switch (kind) {
+    case RnnAttention::None: return "none";
+    case RnnAttention::Additive: return "additive";
+    case RnnAttention::Dot: return "dot";
+    case RnnAttention::General: return "general";
+  }
+  return "?";
+}
+
 Recurrent::Recurrent(CellKind kind_, std::int64_t input, std::int64_t hidden, std::int64_t layers, bool both,
                      Generator& gen, Dtype dtype)
     : kind(kind_), input_size(input), hidden_size(hidden), num_layers(layers), bidirectional(both) {

@@ -48,6 +48,14 @@ const char* cell_kind_name(CellKind kind);
 // Gates per cell: rnn 1, gru 3, lstm 4.
 std::int64_t gates_per_cell(CellKind kind);
 
+// How a recurrent decoder looks at the encoder's states (nn/rnn_seq2seq.h): not at all (the last
+// state is all it gets: the fixed-vector bottleneck), or by an alignment score, Bahdanau's
+// additive one or Luong's dot / general.
+enum class RnnAttention { None, Additive, Dot, General };
+// "none" | "additive" | "dot" | "general" -> RnnAttention; any other name throws, listing them.
+RnnAttention parse_rnn_attention(const std::string& name);
+const char* rnn_attention_name(RnnAttention kind);
+
 // The state a cell carries between steps: h (B, H); c (B, H) for an LSTM, undefined otherwise.
 struct RecurrentState {
   Tensor h;

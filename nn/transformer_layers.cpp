@@ -111,6 +111,7 @@ void check_width(const char* module, const char* what, const Tensor& x, std::int
 void ModelConfig::validate() const {
   require_positive("src_vocab", src_vocab, " (set it from the tokenizer)");
   require_positive("tgt_vocab", tgt_vocab, " (set it from the tokenizer)");
+  if (arch == Arch::Rnn) return validate_rnn();  // nn/model.cpp: only what the recurrent model reads
   require_positive("d_model", d_model);
   require_positive("n_heads", n_heads);
   require_positive("d_ff", d_ff);

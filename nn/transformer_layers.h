@@ -32,11 +32,13 @@
 #include "nn/dropout.h"
 #include "nn/feed_forward.h"
 #include "nn/module.h"
+#include "nn/recurrent.h"
 
 namespace sf::nn {
 
 // The architecture (nn/model.h): which stacks a model has and how they connect.
-enum class Arch { EncoderDecoder, DecoderOnly, EncoderOnly };
+// Rnn: the recurrent encoder-decoder that came before the Transformer (nn/rnn_seq2seq.h).
+enum class Arch { EncoderDecoder, DecoderOnly, EncoderOnly, Rnn };
 // How an encoder-only classifier turns its outputs into one sentence vector (nn/encoder_only.h).
 enum class Pooling { Mean, Cls };
 enum class NormKind { LayerNorm, RMSNorm };
@@ -57,7 +59,7 @@ const char* attention_name(AttentionKernel kernel);
 // Multi30k-sized corpus; the 2017 paper's base model is d_model 512, n_heads 8, d_ff 2048,
 // 6 + 6 layers, dropout 0.1, post-norm, sinusoidal.
 struct ModelConfig {
-  Arch arch = Arch::EncoderDecoder;  // encoder-decoder (translation), decoder-only, encoder-only; nn/model.h
+  Arch arch = Arch::EncoderDecoder;  // encoder-decoder (translation), decoder-only, encoder-only, rnn; nn/model.h
   std::int64_t src_vocab = 0;        // source vocabulary size V_src (set from the tokenizer), e.g. 8000
   std::int64_t tgt_vocab = 0;        // target vocabulary size V_tgt (set from the tokenizer), e.g. 8000
   std::int64_t d_model = 256;        // model width D, e.g. 256 or 512
@@ -85,10 +87,17 @@ struct ModelConfig {
   // the classification head (C classes) on a pooled sentence vector
   std::int64_t num_classes = 0;
   Pooling pooling = Pooling::Mean;   // encoder-only classifier: mean over non-padding tokens, or the first (CLS) token
+  // arch rnn: the recurrent cell of encoder and decoder, and how the decoder attends (nn/recurrent.h)
+  CellKind rnn_cell = CellKind::lstm;
+  RnnAttention rnn_attention = RnnAttention::Additive;
 
   // Throws std::invalid_argument with one line naming the field and its value, e.g.
-  // "ModelConfig: d_model 250 is not divisible by n_heads 8".
+  // "ModelConfig: d_model 250 is not divisible by n_heads 8". For arch rnn only the fields the
+  // recurrent model reads are checked, by validate_rnn().
   void validate() const;
+  // Arch rnn (nn/model.cpp): vocabularies, d_model even (D/2 units per encoder direction), layers,
+  // max_len, pad_id, dropout; the Transformer's fields are ignored, so they cannot fail it.
+  void validate_rnn() const;
   std::int64_t kv_heads() const { return n_kv_heads == 0 ? n_heads : n_kv_heads; }  // Hkv
   std::int64_t head_dim() const { return d_model / n_heads; }                         // Dh
 };

@@ -486,3 +486,57 @@ TEST_CASE("commands of other tasks refuse a translation checkpoint with one line
   check_one_line_error(run_cli("eval --checkpoint " + quoted(ck) + " --input /dev/null", tmp),
                        {"eval: a translation model takes --src FILE and --ref FILE"});
 }
+
+TEST_CASE("commands that need another model refuse an rnn checkpoint with one line", "[errors][tasks][cli]") {
+  TempDir tmp;
+  const std::string run = tmp / "run";
+  const CliResult trained = run_cli(train_args(small_reverse_run(tmp, run, {"model.arch=rnn", "run.attention_snapshots=false",
+                                                                            "train.max_steps=2", "train.valid_every=2"})),
+                                    tmp);
+  INFO("training stdout: " << trained.out << "\nstderr: " << trained.err);
+  REQUIRE(trained.status == 0);
+  const std::string ck = run + "/checkpoint-best.safetensors";
+  const std::string holds = "holds an rnn model trained with data.task = \"translation\"";
+  check_one_line_error(run_cli("generate --checkpoint " + quoted(ck) + " --prompt 'lo be'", tmp),
+                       {"generate needs a decoder-only model", ck, holds});
+  check_one_line_error(run_cli("fill-mask --checkpoint " + quoted(ck) + " --text 'lo <mask>'", tmp),
+                       {"fill-mask needs an encoder-only model trained with data.task = \"mlm\"", ck, holds});
+  check_one_line_error(run_cli("classify --checkpoint " + quoted(ck) + " --input /dev/null", tmp),
+                       {"classify needs an encoder-only model trained with data.task = \"classify\"", ck, holds});
+  // the attention heatmaps are a Transformer's, per layer and head
+  check_one_line_error(run_cli("attention --checkpoint " + quoted(ck) + " --src 'lo be' --out-dir " + quoted(tmp / "att"), tmp),
+                       {"attention: needs a Transformer (arch encoder-decoder, decoder-only or encoder-only), got arch rnn"});
+  CHECK_FALSE(fs::exists(tmp / "att"));
+  // and it translates as the encoder-decoder does
+  const std::string input = tmp.write("in.txt", "lo be co\n\nda fi\n");
+  const CliResult translated = run_cli("translate --checkpoint " + quoted(ck) + " --input " + quoted(input), tmp);
+  INFO("translate stderr: " << translated.err);
+  CHECK(translated.status == 0);
+  CHECK(line_count(translated.out) == 3);
+}
+
+TEST_CASE("rnn options in a Transformer's config and Transformer commands on an rnn config exit 2 with one line",
+          "[errors][config][cli]") {
+  TempDir tmp;
+  const std::string run = tmp / "run";
+  const std::string required = "[data]\ntrain_src = \"" + kReverseData + "train.src\"\ntrain_tgt = \"" + kReverseData +
+                               "train.tgt\"\nvalid_src = \"" + kReverseData + "valid.src\"\nvalid_tgt = \"" +
+                               kReverseData + "valid.tgt\"\n\n[run]\ndir = \"" + run + "\"\n";
+  const std::string transformer = tmp.write("transformer.toml", "[model]\nd_model = 32\nrnn_attention = \"additive\"\n" + required);
+  check_one_line_error(run_cli("train --config " + quoted(transformer), tmp),
+                       {transformer + ":3: model.rnn_attention: only model.arch = \"rnn\" reads this key, but model.arch is "
+                                      "\"encoder-decoder\""});
+  const std::string rnn = tmp.write("rnn.toml", "[model]\narch = \"rnn\"\nd_model = 32\n" + required);
+  check_one_line_error(run_cli("train --config " + quoted(rnn) + " --set model.rnn_attention=bahdanau", tmp),
+                       {"--set model.rnn_attention=bahdanau: expected one of none, additive, dot, general, got \"bahdanau\""});
+  check_one_line_error(run_cli("explain-batch --config " + quoted(rnn), tmp),
+                       {"explain-batch: needs a Transformer (arch encoder-decoder, decoder-only or encoder-only), got arch rnn"});
+  check_one_line_error(run_cli("bench --config " + quoted(rnn), tmp), {"bench: needs a Transformer", "got arch rnn"});
+  check_one_line_error(run_cli("bench --config " + quoted(rnn) + " --generation", tmp),
+                       {"bench --generation: needs a Transformer", "got arch rnn"});
+  CHECK_FALSE(fs::exists(run));
+  // summary prints the rnn's parameter formulas
+  const CliResult summary = run_cli("summary --config " + quoted(rnn), tmp);
+  CHECK(summary.status == 0);
+  CHECK_THAT(summary.out, Contains("2·Le·G·(D/2)·(D + D/2 + 2)") && Contains("(equal"));
+}

@@ -503,6 +503,42 @@ TEST_CASE("summary parameter formulas equal the model's count for every architec
   }
 }
 
+// arch rnn: no approximation, the parts are exact. The lecture's formulas, computed again here:
+// per recurrent layer and direction G·H·(I + H + 2) (G: lstm 4, gru 3, rnn 1); the encoder D/2
+// units per direction, both ways, input D at every layer; the decoder D units, its first layer
+// reading D + D (embedding and context) for additive attention, else D; embeddings V_src·D +
+// V_tgt·D; the bridge D -> D·Ld with bias; attention additive 2D² + D, general D², dot and none
+// nothing; combine 2D -> D (none: D -> D) with bias; the output D -> V with bias.
+TEST_CASE("summary rnn formulas equal the model's count for every cell and attention", "[classroom][params]") {
+  const std::string config = std::string(SCRATCHFORMER_SOURCE_DIR) + "/configs/rnn-additive.toml";
+  constexpr std::int64_t kVocab = 50;
+  for (const std::string cell : {"lstm", "gru", "rnn"})
+    for (const std::string attention : {"none", "additive", "dot", "general"}) {
+      const Config cfg = load_config(config, {"model.rnn_cell=" + cell, "model.rnn_attention=" + attention, "model.d_model=12",
+                                              "model.encoder_layers=2", "model.decoder_layers=3"});
+      const std::string text = model_summary(cfg, kVocab, 16, 1);
+      INFO(cell << " " << attention << "\n" << text);
+      const double D = 12, V = kVocab, Le = 2, Ld = 3, G = cell == "lstm" ? 4 : cell == "gru" ? 3 : 1;
+      const auto layer = [G](double H, double I) { return G * H * (I + H + 2); };
+      const double encoder = 2 * Le * layer(D / 2, D);
+      const double decoder = layer(D, attention == "additive" ? 2 * D : D) + (Ld - 1) * layer(D, D);
+      const double attend = attention == "additive" ? 2 * D * D + D : attention == "general" ? D * D : 0;
+      const double combine = (attention == "none" ? D : 2 * D) * D + D;
+      const double formula = encoder + decoder + 2 * V * D + (D * D * Ld + D * Ld) + attend + combine + (D * V + V);
+      Generator gen(0);
+      const auto model = nn::make_model(model_config_from(cfg, kVocab, kVocab), gen);
+      CHECK(formula == static_cast<double>(model->parameter_count()));
+      // the summary prints the same parts and their sum, equal to the model's count
+      CHECK(count_at(after(text, "  encoder           2·Le·G·(D/2)·(D + D/2 + 2) = ")) == encoder);
+      CHECK(count_at(after(text, "  decoder           ").substr(after(text, "  decoder           ").rfind("= ") + 2)) == decoder);
+      const std::string parts = after(text, "  sum of the parts  ");
+      CHECK(count_at(parts) == formula);
+      CHECK_THAT(parts, Contains("(equal"));
+      CHECK_THAT(text, Contains(": rnn, D=12 " + cell + " cells, attention " + attention));
+      CHECK_THAT(text, Contains("not computed for arch rnn") && !Contains("approximation") && !Contains("KV cache for B"));
+    }
+}
+
 // ==================================================================== in Chinese (--lang zh)
 
 namespace {
@@ -631,7 +667,9 @@ TEST_CASE("summary in Chinese keeps every number of the English one, for every a
                                       "model.positional=learned", "model.n_kv_heads=2"}},
       {"lm-zh.toml", {"model.norm=rmsnorm", "model.activation=swiglu"}},
       {"mlm-de.toml", {}},
-      {"classify-match.toml", {"data.labels=a,b,c"}}};
+      {"classify-match.toml", {"data.labels=a,b,c"}},
+      {"rnn-additive.toml", {}},
+      {"rnn-none.toml", {"model.rnn_cell=gru"}}};
   for (const auto& [file, overrides] : cases) {
     const Config cfg = load_config(configs + file, overrides);
     const std::string en = model_summary(cfg, 500, 16, 2), zh = model_summary(cfg, 500, 16, 2, Lang::Zh);

@@ -332,3 +332,66 @@ TEST_CASE("config accepts positional none and lists it for an unknown value", "[
   require_config_error(with_model("positional = \"absolute\""), {},
                        {"model.positional: expected one of sinusoidal, learned, rope, alibi, none, got \"absolute\""});
 }
+
+TEST_CASE("config reads arch rnn with its cell and attention, and to_toml round trips it", "[config]") {
+  TempDir dir;
+  // the defaults: an lstm with additive attention
+  const Config plain = load_config(dir.write("plain.toml", with_model("arch = \"rnn\"")));
+  CHECK(plain.model.arch == "rnn");
+  CHECK(plain.model.rnn_cell == "lstm");
+  CHECK(plain.model.rnn_attention == "additive");
+  // every cell and attention is read, from the file and from --set; the Transformer's relations
+  // (d_model % n_heads) are not asked of an rnn model, which has no heads
+  const Config gru = load_config(dir.write("gru.toml", with_model("arch = \"rnn\"\nrnn_cell = \"gru\"\nrnn_attention = \"dot\"\n"
+                                                                  "d_model = 250\nn_heads = 8")),
+                                 {"model.rnn_attention=general"});
+  CHECK(gru.model.rnn_cell == "gru");
+  CHECK(gru.model.rnn_attention == "general");
+  CHECK(gru.model.d_model == 250);
+  for (const char* cell : {"lstm", "gru", "rnn"})
+    for (const char* attention : {"none", "additive", "dot", "general"}) {
+      const Config c = load_config(dir.write("each.toml", with_model("arch = \"rnn\"")),
+                                   {std::string("model.rnn_cell=") + cell, std::string("model.rnn_attention=") + attention});
+      CHECK(c.model.rnn_cell == cell);
+      CHECK(c.model.rnn_attention == attention);
+    }
+  // written out with both keys and read back equal, from another folder
+  const std::string written = to_toml(gru);
+  CHECK_THAT(written, Contains("arch = \"rnn\"") && Contains("rnn_cell = \"gru\"") && Contains("rnn_attention = \"general\""));
+  const Config reloaded = load_config(dir.write("b/config.toml", written));
+  CHECK(reloaded == gru);
+  CHECK(to_toml(reloaded) == written);
+  // a Transformer's config.toml leaves the rnn keys out, so that it loads again
+  const Config transformer = load_config(dir.write("t.toml", kRequired));
+  const std::string transformer_toml = to_toml(transformer);
+  CHECK_THAT(transformer_toml, !Contains("rnn_cell") && !Contains("rnn_attention"));
+  CHECK(load_config(dir.write("c/config.toml", transformer_toml)) == transformer);
+}
+
+TEST_CASE("config rejects an unknown rnn option and an rnn option under another arch", "[config][errors]") {
+  // not one of the listed values: the key, the values and what was found
+  require_config_error(with_model("arch = \"rnn\"\nrnn_attention = \"bahdanau\""), {},
+                       {"cfg.toml:3: model.rnn_attention: expected one of none, additive, dot, general, got \"bahdanau\""});
+  require_config_error(with_model("arch = \"rnn\""), {"model.rnn_attention=bahdanau"},
+                       {"--set model.rnn_attention=bahdanau: expected one of none, additive, dot, general, got \"bahdanau\""});
+  require_config_error(with_model("arch = \"rnn\"\nrnn_cell = \"elman\""), {},
+                       {"cfg.toml:3: model.rnn_cell: expected one of lstm, gru, rnn, got \"elman\""});
+  require_config_error(with_model("arch = \"recurrent\""), {},
+                       {"model.arch: expected one of encoder-decoder, decoder-only, encoder-only, rnn, got \"recurrent\""});
+  // an rnn key in a Transformer's config, even at its default value, in the file or from --set
+  const std::string ignored = "only model.arch = \"rnn\" reads this key, but model.arch is \"encoder-decoder\"";
+  require_config_error(with_model("rnn_attention = \"additive\""), {}, {"cfg.toml:2: model.rnn_attention: " + ignored});
+  require_config_error(with_model("arch = \"decoder-only\"\nrnn_cell = \"lstm\""), {},
+                       {"cfg.toml:3: model.rnn_cell: only model.arch = \"rnn\" reads this key, but model.arch is \"decoder-only\"",
+                        "set model.arch = \"rnn\""});
+  require_config_error(kRequired, {"model.rnn_cell=lstm"}, {"cfg.toml: --set model.rnn_cell=lstm: " + ignored});
+  require_config_error(with_model("arch = \"rnn\"\nrnn_cell = \"gru\""), {"model.arch=encoder-decoder"},
+                       {"cfg.toml:3: model.rnn_cell: " + ignored});
+  // what an rnn model needs: an even width, and a translation task
+  require_config_error(with_model("arch = \"rnn\"\nd_model = 255"), {},
+                       {"cfg.toml:3: model.d_model: arch rnn needs an even d_model", "got 255"});
+  require_config_error(with_model("arch = \"rnn\""), {"data.task=lm"},
+                       {"--set data.task=lm: model.arch \"rnn\"", "only data.task = \"translation\", got \"lm\""});
+  require_config_error(with_model("arch = \"rnn\""), {"run.attention_snapshots=true"},
+                       {"--set run.attention_snapshots=true", "Transformer's attention heads", "got model.arch \"rnn\""});
+}

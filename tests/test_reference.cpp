@@ -16,6 +16,11 @@
 //                                       GELU, tied LM head) vs pre-LN causal blocks on torch's
 //                                       multi-head attention: the same three, on make_lm_batch's
 //                                       rows with padding
+//   rnn_seq2seq_additive / _dot /       RnnSeq2Seq vs tools/torch_model.py's RnnSeq2Seq on
+//   _general / _none                    torch.nn.LSTM / GRU (encoder read packed, decoder stepped):
+//                                       logits, label-smoothed cross-entropy, every parameter
+//                                       gradient; Bahdanau's additive (LSTM), Luong's dot (GRU) and
+//                                       general (LSTM) attention, and none (LSTM, the bottleneck)
 //
 // PyTorch computed the references in float64 from float32 weights and inputs, so they are the
 // exact answer to float64 rounding. Each case runs here twice: in float64 (must agree to
@@ -30,6 +35,7 @@
 #include <cstdio>
 #include <limits>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 
@@ -39,6 +45,7 @@
 #include "nn/decoder_only.h"
 #include "nn/norm.h"
 #include "nn/recurrent.h"
+#include "nn/rnn_seq2seq.h"
 #include "nn/seq2seq.h"
 #include "test_util.h"
 #include "train/checkpoint/safetensors.h"
@@ -423,6 +430,75 @@ void run_decoder_only_case(const std::string& case_name, Dtype dtype) {
 TEST_CASE("DecoderOnlyTransformer pre-LN with GQA and a tied LM head matches PyTorch logits loss and gradients",
           "[reference][model]") {
   for (Dtype dtype : kDtypes) run_decoder_only_case("decoder_only_lm", dtype);
+}
+
+// ---- RnnSeq2Seq vs tools/torch_model.py's RnnSeq2Seq on torch.nn.LSTM / GRU ----
+
+// The recurrent model's config: only the fields it reads (the Transformer's keep their defaults).
+nn::ModelConfig rnn_config_from(const Reference& ref) {
+  nn::ModelConfig cfg;
+  cfg.arch = nn::parse_arch(ref.meta("arch"));
+  INFO(ref.name << ": metadata arch " << ref.meta("arch"));
+  REQUIRE(cfg.arch == nn::Arch::Rnn);
+  cfg.src_vocab = ref.meta_int("src_vocab");
+  cfg.tgt_vocab = ref.meta_int("tgt_vocab");
+  cfg.d_model = ref.meta_int("d_model");
+  cfg.encoder_layers = ref.meta_int("encoder_layers");
+  cfg.decoder_layers = ref.meta_int("decoder_layers");
+  cfg.dropout = ref.meta_double("dropout");
+  cfg.max_len = ref.meta_int("max_len");
+  cfg.pad_id = ref.meta_int("pad_id");
+  cfg.bos_id = ref.meta_int("bos_id");
+  cfg.rnn_cell = nn::parse_cell_kind(ref.meta("rnn_cell"));
+  cfg.rnn_attention = nn::parse_rnn_attention(ref.meta("rnn_attention"));
+  return cfg;
+}
+
+// src (B,S), three rows of different lengths; tgt_in, tgt_out (B,T) -> logits (B,T,V), loss, every
+// parameter gradient, through the encoder's two directions and T decoder steps.
+void run_rnn_seq2seq_case(const std::string& case_name, Dtype dtype) {
+  const Reference ref(case_name);
+  const nn::ModelConfig cfg = rnn_config_from(ref);
+  Generator gen(0);  // initial weights are overwritten by the reference's
+  const std::unique_ptr<nn::Model> model = nn::make_model(cfg, gen, dtype);  // an RnnSeq2Seq
+  Comparison cmp(ref, dtype);
+  cmp.require_names_every_parameter(*model);
+  load_weights(*model, ref);
+
+  const Tensor& src = ref.tensor("src");          // (B,S), rows 1 and 2 padded
+  const Tensor& tgt_in = ref.tensor("tgt_in");    // (B,T), <s> y, rows 1 and 2 padded
+  const Tensor& tgt_out = ref.tensor("tgt_out");  // (B,T), y </s>, pad where the loss ignores it
+  const Tensor logits = model->forward(src, tgt_in);  // (B,T,V)
+  const std::int64_t V = logits.size(-1);
+  const Tensor loss = cross_entropy(reshape(logits, {-1, V}), reshape(tgt_out, {-1}), cfg.pad_id,
+                                    ref.meta_double("label_smoothing"));  // 0-d
+  loss.backward();
+
+  cmp.check("logits", logits);
+  cmp.check("loss", loss);
+  cmp.check_parameter_grads(*model);
+  cmp.require_all_grads_checked();
+  cmp.report();
+}
+
+TEST_CASE("RnnSeq2Seq LSTM with additive attention matches PyTorch logits loss and gradients",
+          "[reference][recurrent][model]") {
+  for (Dtype dtype : kDtypes) run_rnn_seq2seq_case("rnn_seq2seq_additive", dtype);
+}
+
+TEST_CASE("RnnSeq2Seq GRU with dot attention matches PyTorch logits loss and gradients",
+          "[reference][recurrent][model]") {
+  for (Dtype dtype : kDtypes) run_rnn_seq2seq_case("rnn_seq2seq_dot", dtype);
+}
+
+TEST_CASE("RnnSeq2Seq LSTM with general attention matches PyTorch logits loss and gradients",
+          "[reference][recurrent][model]") {
+  for (Dtype dtype : kDtypes) run_rnn_seq2seq_case("rnn_seq2seq_general", dtype);
+}
+
+TEST_CASE("RnnSeq2Seq LSTM without attention matches PyTorch logits loss and gradients",
+          "[reference][recurrent][model]") {
+  for (Dtype dtype : kDtypes) run_rnn_seq2seq_case("rnn_seq2seq_none", dtype);
 }
 
 // The comparison itself must be able to fail: one weight of the model changed by 1% (the size of

@@ -24,6 +24,7 @@
 #include "autograd/node.h"
 #include "nn/attention.h"
 #include "nn/positional.h"
+#include "nn/rnn_seq2seq.h"
 #include "nn/seq2seq.h"
 #include "nn/transformer_layers.h"
 #include "test_util.h"
@@ -634,13 +635,45 @@ TEST_CASE("make_model builds the encoder-decoder of model.arch and parse_arch na
   CHECK(model->config().arch == Arch::EncoderDecoder);
   CHECK(std::string(arch_name(Arch::EncoderDecoder)) == "encoder-decoder");
   CHECK(parse_arch("encoder-decoder") == Arch::EncoderDecoder);
-  CHECK_THROWS_WITH(parse_arch("decoder_only"), Contains("expected encoder-decoder, decoder-only or encoder-only") && Contains("decoder_only"));
+  CHECK_THROWS_WITH(parse_arch("decoder_only"), Contains("expected encoder-decoder, decoder-only, encoder-only or rnn") && Contains("decoder_only"));
   // the same seed, the same parameters as building the class directly
   Generator again(121);
   Seq2SeqTransformer direct(cfg, again);
   const auto a = model->named_parameters(), b = direct.named_parameters();
   REQUIRE(a.size() == b.size());
   for (std::size_t i = 0; i < a.size(); ++i) CHECK(max_abs_diff(a[i].second, b[i].second) == 0.0);
+}
+
+TEST_CASE("make_model builds an RnnSeq2Seq for arch rnn, whose config is checked only for what it reads", "[model][errors]") {
+  ModelConfig cfg = tiny_config();
+  cfg.arch = Arch::Rnn;
+  cfg.d_model = 6;   // not divisible by n_heads 4: the Transformer's relation, which an rnn is not asked
+  cfg.n_heads = 4;
+  cfg.d_ff = 0;      // nor its feed-forward width
+  cfg.share_embeddings = true;
+  cfg.src_vocab = 9;  // share_embeddings with two vocabularies: ignored too
+  CHECK_NOTHROW(cfg.validate());
+  Generator init(121);
+  const std::unique_ptr<Model> model = make_model(cfg, init);
+  REQUIRE(dynamic_cast<RnnSeq2Seq*>(model.get()) != nullptr);
+  CHECK(model->config().arch == Arch::Rnn);
+  CHECK(std::string(arch_name(Arch::Rnn)) == "rnn");
+  CHECK(parse_arch("rnn") == Arch::Rnn);
+  CHECK(is_transformer(Arch::EncoderOnly));
+  CHECK_FALSE(is_transformer(Arch::Rnn));
+  CHECK_THROWS_WITH(require_transformer(Arch::Rnn, "attention"),
+                    "attention: needs a Transformer (arch encoder-decoder, decoder-only or encoder-only), got arch rnn");
+  CHECK_NOTHROW(require_transformer(Arch::DecoderOnly, "attention"));
+  // what it reads is checked: an even width (D/2 units per encoder direction), layers, pad_id
+  ModelConfig odd = cfg;
+  odd.d_model = 7;
+  CHECK_THROWS_WITH(odd.validate(), "ModelConfig: arch rnn needs an even d_model (D/2 units per encoder direction), got 7");
+  ModelConfig no_layers = cfg;
+  no_layers.decoder_layers = 0;
+  CHECK_THROWS_WITH(no_layers.validate(), "ModelConfig: decoder_layers must be positive, got 0");
+  ModelConfig pad = cfg;
+  pad.pad_id = 7;
+  CHECK_THROWS_WITH(pad.validate(), Contains("pad_id 7 is not a token of both vocabularies"));
 }
 
 TEST_CASE("generation through the Model interface equals the encoder-decoder's own calls", "[model][cache][decode]") {

@@ -701,7 +701,7 @@ TEST_CASE("an lm run trains, generates and evaluates, and the commands of other 
     check_one_line_error(run_cli("fill-mask --checkpoint " + ck + " --text 'lo <mask>'", runs_folder()),
                          {"fill-mask needs an encoder-only model trained with data.task = \"mlm\"", run.checkpoint, holds});
     check_one_line_error(run_cli("translate --checkpoint " + ck + " --input /dev/null", runs_folder()),
-                         {"translate needs an encoder-decoder or decoder-only model trained with data.task = \"translation\"",
+                         {"translate needs an encoder-decoder, rnn or decoder-only model trained with data.task = \"translation\"",
                           run.checkpoint, holds});
     check_one_line_error(run_cli("classify --checkpoint " + ck + " --input /dev/null", runs_folder()),
                          {"classify needs", "\"classify\"", holds});

@@ -43,6 +43,15 @@ Cases (one file each):
     recurrent_rnn      torch.nn.RNN (tanh), GRU and LSTM: two layers, bidirectional, on a padded batch
     recurrent_gru      read through pack_padded_sequence; outputs, final states (h_n, c_n), the input's
     recurrent_lstm     and every weight's gradient
+    rnn_seq2seq_additive  the recurrent encoder-decoder of tools/torch_model.py (RnnSeq2Seq, on
+    rnn_seq2seq_dot       torch.nn.LSTM / GRU): a bidirectional two-layer encoder read through
+    rnn_seq2seq_general   pack_padded_sequence, the bridge, a two-layer decoder stepped one token at a
+    rnn_seq2seq_none      time with Bahdanau's additive attention (LSTM), Luong's dot (GRU) or general
+                          (LSTM) attention, or none (LSTM, the fixed-vector bottleneck); three source
+                          rows of different lengths; logits, label-smoothed cross-entropy and every
+                          parameter gradient. For dot, general and none the same weights also run with
+                          the decoder over the whole target in one call and the attention batched over
+                          the positions, which must give the same logits and gradients
 
 The safetensors files are written by tools/torch_model.py's write_safetensors (8-byte little-endian
 header length, JSON header, raw little-endian data, the FNV-1a checksum train/checkpoint/safetensors.h checks),
@@ -536,6 +545,83 @@ def recurrent_case(case, seed, kind):
     save_safetensors(os.path.join(OUT_DIR, case + ".safetensors"), tensors, meta)
 
 
+# ---------------------------------------------------------------------------------------------
+# Cases 9-12: the recurrent encoder-decoder (tools/torch_model.py RnnSeq2Seq)
+# ---------------------------------------------------------------------------------------------
+
+def rnn_logits_in_one_call(model, src, tgt_in):
+    """A second reading of RnnSeq2Seq for dot, general and none, where the decoder's input at step t is
+    y_{t-1} alone (known for every t under teacher forcing): the decoder runs over the whole target in
+    one call of torch.nn.LSTM / GRU, then attention is batched over the T positions. Checks the step
+    loop (state carried, attention after the step, combine, out_proj) against PyTorch's own sequence
+    loop. src (B,S), tgt_in (B,T) -> logits (B,T,V)."""
+    cfg = model.cfg
+    assert cfg.rnn_attention != "additive", "additive feeds c_t into the step: no one-call form"
+    enc, h_fwd, h_bwd = model.encode(src)                                       # (B,S,D)
+    s, _ = model.decoder(model.tgt_embed(tgt_in), model.initial_state(h_fwd, h_bwd))  # (B,T,D): top layer
+    if cfg.rnn_attention == "none":
+        return model.out_proj(torch.tanh(model.combine(s)))
+    scores = s @ model.keys_of(enc).transpose(1, 2)                             # (B,T,S)
+    alpha = torch.softmax(scores.masked_fill((src == cfg.pad_id)[:, None, :], -math.inf), dim=-1)
+    context = alpha @ enc                                                       # (B,T,D)
+    return model.out_proj(torch.tanh(model.combine(torch.cat([s, context], dim=-1))))
+
+
+def rnn_seq2seq_case(case, seed, cell, attention):
+    cfg = {"arch": "rnn", "src_vocab": 11, "tgt_vocab": 13, "d_model": 8, "encoder_layers": 2, "decoder_layers": 2,
+           "dropout": 0.0, "rnn_cell": cell, "rnn_attention": attention, "max_len": 16, "pad_id": 0, "bos_id": 2,
+           "label_smoothing": 0.1}
+    torch.manual_seed(seed)
+    model = tm.RnnSeq2Seq(model_config(cfg))
+    model.train()  # dropout is 0; as in seq2seq_case
+    randomise_(model)  # recurrent and linear weights Xavier-uniform, biases N(0, 0.1^2)
+    D, pad = cfg["d_model"], cfg["pad_id"]
+    # Larger than an initialisation, so that attention matters: embeddings N(0, 1), the recurrent
+    # weights and the attention projections doubled (powers of two keep the values float32), score_v
+    # N(0, 1). With initialisation-sized weights the top encoder layer's outputs are ~0.05, the keys
+    # alike at every source position and tanh nearly linear; then W_q q shifts every score of a row
+    # alike, which softmax ignores, and query_proj's gradient is a small difference of large terms
+    # (PyTorch's own float32 then misses it by 1e-3 relative).
+    with torch.no_grad():
+        for emb in (model.src_embed, model.tgt_embed):
+            emb.weight.copy_(f32_randn(*emb.weight.shape))
+            emb.weight[pad].zero_()
+        for name, p in model.named_parameters():
+            if name.split(".")[0] in ("encoder", "decoder", "query_proj", "key_proj"):
+                p.mul_(2.0)
+        if attention == "additive":
+            model.score_v.copy_(f32_randn(D))
+    model32 = copy.deepcopy(model)  # float32, for the tolerance measurement
+    model.double()
+
+    # A translation batch (data/tasks.cpp): src = x (no <s> </s>), tgt_in = <s> y, tgt_out = y </s>,
+    # padded with 0 at the end. Tokens: 0 pad, 2 <s>, 3 </s>, 4.. words. Source rows of lengths 6, 3
+    # and 4 (the encoder reads them packed); target rows 1 and 2 padded, their padded targets ignored.
+    src = torch.tensor([[5, 9, 4, 10, 7, 6], [8, 4, 6, 0, 0, 0], [10, 7, 7, 5, 0, 0]], dtype=torch.int64)   # (B,S)
+    tgt_in = torch.tensor([[2, 5, 9, 4, 11, 7], [2, 8, 12, 6, 0, 0], [2, 10, 4, 4, 9, 0]], dtype=torch.int64)  # (B,T)
+    tgt_out = torch.tensor([[5, 9, 4, 11, 7, 3], [8, 12, 6, 3, 0, 0], [10, 4, 4, 9, 3, 0]], dtype=torch.int64)  # (B,T)
+    assert src.max() < cfg["src_vocab"] and tgt_in.max() < cfg["tgt_vocab"] and tgt_out.max() < cfg["tgt_vocab"]
+
+    def loss_of(m):
+        logits = m(src, tgt_in)  # (B,T,V)
+        return logits, smoothed_cross_entropy_backward(logits, tgt_out, cfg)
+
+    logits, loss = loss_of(model)
+    if attention != "additive":
+        grads = named_grads(model.named_parameters())
+        model.zero_grad()
+        their_logits = rnn_logits_in_one_call(model, src, tgt_in)
+        smoothed_cross_entropy_backward(their_logits, tgt_out, cfg)
+        gap = assert_same_as_torch_layers(case, logits.detach(), grads, their_logits.detach(),
+                                          named_grads(model.named_parameters()))
+        for name, p in model.named_parameters():  # the file gets the step loop's own gradients
+            p.grad.copy_(grads[name])
+    inputs = [("src", src), ("tgt_in", tgt_in), ("tgt_out", tgt_out)]
+    save_model_case(case, cfg, inputs, model, logits, loss, model32, loss_of)
+    if attention != "additive":
+        print(f"  the decoder run over the whole target in one call gives the same logits and gradients to {gap:.3g}")
+
+
 # Every case by name, in the order a full run writes them.
 CASES = {
     "attention_self": lambda: attention_case("attention_self", seed=1, t_q=5, t_k=5, cross=False, causal=False),
@@ -550,6 +636,10 @@ CASES = {
     "recurrent_rnn": lambda: recurrent_case("recurrent_rnn", 7, "rnn"),
     "recurrent_gru": lambda: recurrent_case("recurrent_gru", 8, "gru"),
     "recurrent_lstm": lambda: recurrent_case("recurrent_lstm", 9, "lstm"),
+    "rnn_seq2seq_additive": lambda: rnn_seq2seq_case("rnn_seq2seq_additive", 10, "lstm", "additive"),
+    "rnn_seq2seq_dot": lambda: rnn_seq2seq_case("rnn_seq2seq_dot", 11, "gru", "dot"),
+    "rnn_seq2seq_general": lambda: rnn_seq2seq_case("rnn_seq2seq_general", 12, "lstm", "general"),
+    "rnn_seq2seq_none": lambda: rnn_seq2seq_case("rnn_seq2seq_none", 13, "lstm", "none"),
 }
 
 

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
-"""Scratchformer's Transformer in plain PyTorch: loads a Scratchformer checkpoint, computes what the C++
-program computes (teacher-forced NLL, greedy translations), and writes checkpoints Scratchformer loads.
+"""Scratchformer's models in plain PyTorch (the Transformers and the recurrent encoder-decoder): loads a
+Scratchformer checkpoint, computes what the C++ program computes (teacher-forced NLL, greedy
+translations), and writes checkpoints Scratchformer loads.
 
 Run it with Debian's python3-torch and python3-sentencepiece (the system interpreter); no pip package,
 no safetensors package (the format is read and written here):
@@ -16,8 +17,12 @@ checkpoint (or the .pt), or from --tokenizer-dir. A bad input (a missing file, a
 checkpoint, a config value this script does not know) is one line on stderr and exit status 2.
 
 What it mirrors, file by file (the C++ is the definition; this is a second reading of it):
-    nn/seq2seq.cpp, nn/decoder_only.cpp,     the three architectures; module names are Scratchformer's
+    nn/seq2seq.cpp, nn/decoder_only.cpp,     the three Transformers; module names are Scratchformer's
     nn/encoder_only.cpp                      parameter names, so load_state_dict(strict=True) works
+    nn/rnn_seq2seq.cpp, nn/recurrent.cpp     arch rnn: torch.nn.LSTM / GRU / RNN, whose weight names and
+                                             layout Scratchformer's Recurrent shares; a bidirectional
+                                             encoder read packed, the bridge, the decoder stepped one
+                                             token at a time with additive, dot, general or no attention
     nn/transformer_layers.cpp                pre/post norm, final norms (pre only), decoder norm1 self-
                                              attention, norm2 cross-attention, norm3 feed-forward
     nn/attention.cpp, relative_positions.cpp GQA/MQA (query head h reads k/v head h // G), RoPE on
@@ -224,22 +229,29 @@ MODEL_DEFAULTS = {
     "arch": "encoder-decoder", "d_model": 256, "n_heads": 4, "n_kv_heads": 0, "d_ff": 1024, "encoder_layers": 3,
     "decoder_layers": 3, "dropout": 0.1, "attention_dropout": 0.0, "activation": "relu", "norm": "layernorm",
     "norm_position": "pre", "positional": "sinusoidal", "attention": "plain", "share_embeddings": True,
-    "tie_output": True, "max_len": 256, "pooling": "mean",
+    "tie_output": True, "max_len": 256, "pooling": "mean", "rnn_cell": "lstm", "rnn_attention": "additive",
 }
 MODEL_CHOICES = {
-    "arch": ["encoder-decoder", "decoder-only", "encoder-only"], "activation": ["relu", "gelu", "swiglu"],
+    "arch": ["encoder-decoder", "decoder-only", "encoder-only", "rnn"], "activation": ["relu", "gelu", "swiglu"],
     "norm": ["layernorm", "rmsnorm"], "norm_position": ["pre", "post"],
     "positional": ["sinusoidal", "learned", "rope", "alibi", "none"], "attention": ["plain", "tiled"],
-    "pooling": ["mean", "cls"],
+    "pooling": ["mean", "cls"], "rnn_cell": ["lstm", "gru", "rnn"],
+    "rnn_attention": ["none", "additive", "dot", "general"],
 }
+# Keys only one arch reads (train/config.cpp arch_choice): an error in a config of another arch, and
+# written into a checkpoint's config only for that one.
+ARCH_ONLY_KEYS = {"rnn_cell": "rnn", "rnn_attention": "rnn"}
+# The architectures that read a source with an encoder and translate it (not the decoder-only prompt).
+SOURCE_READING_ARCHS = ("encoder-decoder", "rnn")
 TASKS = ["translation", "lm", "mlm", "classify"]
 
 
 @dataclasses.dataclass
 class ModelConfig:
     """What the layers are built from (nn/transformer_layers.h ModelConfig); dropout is not here: this
-    model only evaluates."""
-    arch: str = "encoder-decoder"   # encoder-decoder | decoder-only | encoder-only
+    model only evaluates. Arch rnn reads only the vocabularies, d_model, the layer counts, max_len, the
+    ids and the rnn_* fields."""
+    arch: str = "encoder-decoder"   # encoder-decoder | decoder-only | encoder-only | rnn
     src_vocab: int = 0              # source vocabulary (decoder-only: 0 or tgt_vocab)
     tgt_vocab: int = 0              # target vocabulary (decoder-only: the one vocabulary)
     d_model: int = 256              # D
@@ -259,6 +271,8 @@ class ModelConfig:
     bos_id: int = BOS_ID
     num_classes: int = 0            # encoder-only: 0 = the masked-LM head, C > 0 = the classifier
     pooling: str = "mean"           # encoder-only classifier: mean | cls
+    rnn_cell: str = "lstm"          # rnn: the cell of encoder and decoder, lstm | gru | rnn (Elman, tanh)
+    rnn_attention: str = "additive" # rnn: how the decoder reads the source, additive | dot | general | none
 
     def kv_heads(self):
         return self.n_kv_heads or self.n_heads
@@ -268,6 +282,14 @@ class ModelConfig:
         def need(ok, message):
             if not ok:
                 raise ToolError(f"model config: {message}")
+        if self.arch == "rnn":  # only what the recurrent model reads (validate_rnn)
+            for field in ("src_vocab", "tgt_vocab", "d_model", "encoder_layers", "decoder_layers", "max_len"):
+                need(getattr(self, field) > 0, f"expected {field} > 0, found {getattr(self, field)}")
+            need(self.d_model % 2 == 0, f"arch rnn needs an even d_model (D/2 units per encoder direction), "
+                 f"found {self.d_model}")
+            need(0 <= self.pad_id < min(self.src_vocab, self.tgt_vocab), f"pad_id {self.pad_id} is not a token of "
+                 f"both vocabularies (src_vocab {self.src_vocab}, tgt_vocab {self.tgt_vocab})")
+            return
         for field in ("d_model", "n_heads", "d_ff", "max_len", "tgt_vocab"):
             need(getattr(self, field) > 0, f"expected {field} > 0, found {getattr(self, field)}")
         if self.arch == "decoder-only":
@@ -311,6 +333,10 @@ def parse_config(toml_text, origin):
         if key in MODEL_CHOICES and value not in MODEL_CHOICES[key]:
             raise ToolError(f"{origin}: config: model.{key}: expected one of {', '.join(MODEL_CHOICES[key])}, "
                             f"found {value!r}")
+        arch = model.get("arch", MODEL_DEFAULTS["arch"])
+        if key in ARCH_ONLY_KEYS and arch != ARCH_ONLY_KEYS[key]:
+            raise ToolError(f"{origin}: config: model.{key}: only model.arch = {ARCH_ONLY_KEYS[key]!r} reads this key, "
+                            f"but model.arch is {arch!r}")
     settings["model"] = {**MODEL_DEFAULTS, **model}
     data = settings.setdefault("data", {})
     data.setdefault("task", "translation")
@@ -332,7 +358,8 @@ def model_config_from(settings, src_vocab, tgt_vocab):
                       encoder_layers=m["encoder_layers"], decoder_layers=m["decoder_layers"],
                       activation=m["activation"], norm=m["norm"], norm_position=m["norm_position"],
                       positional=m["positional"], share_embeddings=m["share_embeddings"],
-                      tie_output=m["tie_output"], max_len=m["max_len"], num_classes=classes, pooling=m["pooling"])
+                      tie_output=m["tie_output"], max_len=m["max_len"], num_classes=classes, pooling=m["pooling"],
+                      rnn_cell=m["rnn_cell"], rnn_attention=m["rnn_attention"])
     cfg.validate()
     return cfg
 
@@ -649,7 +676,7 @@ class Decoder(nn.Module):
 
 
 # ---------------------------------------------------------------------------------------------
-# The three architectures (nn/seq2seq.cpp, nn/decoder_only.cpp, nn/encoder_only.cpp). Parameters
+# The three Transformers (nn/seq2seq.cpp, nn/decoder_only.cpp, nn/encoder_only.cpp). Parameters
 # are registered in Scratchformer's order, so state_dict() lists them as its checkpoints do.
 # ---------------------------------------------------------------------------------------------
 
@@ -821,10 +848,183 @@ class EncoderOnlyTransformer(nn.Module):
         return self.classifier((h * keep).sum(1) / keep.sum(1))
 
 
+# ---------------------------------------------------------------------------------------------
+# The recurrent encoder-decoder (nn/rnn_seq2seq.cpp, arch rnn): what the Transformer replaced
+# ---------------------------------------------------------------------------------------------
+
+RNN_CELLS = {"lstm": nn.LSTM, "gru": nn.GRU, "rnn": nn.RNN}  # nn.RNN's default nonlinearity is tanh
+
+
+class RnnDecodeState:
+    """What greedy decoding keeps for B rows of the recurrent model: the encoder's states, the keys the
+    decoder scores against, the source padding, the decoder's state after the steps so far (PyTorch's
+    hx: h (layers,B,D), or (h, c) for an LSTM), and <s> for each row's first decode_step. The recurrent
+    state plays the KV cache's part: it does not grow with the steps."""
+
+    def __init__(self, enc, keys, blocked, hx, first_tokens):
+        self.enc, self.keys, self.blocked = enc, keys, blocked           # (B,S,D), (B,S,D), bool (B,S)
+        self.hx = hx                                                     # (L,B,D) or ((L,B,D), (L,B,D))
+        self.first_tokens = first_tokens                                 # (B,1)
+        self.steps = 0
+
+    def length(self):
+        """Target positions decoded so far."""
+        return self.steps
+
+
+class RnnSeq2Seq(nn.Module):
+    """The recurrent encoder-decoder (Bahdanau et al. 2014, Luong et al. 2015), on torch.nn.LSTM / GRU /
+    RNN. Scratchformer's Recurrent names and lays out its weights as these modules do, so registered
+    under Scratchformer's module names their state_dict keys are its parameter names (encoder.weight_ih_l0,
+    encoder.weight_ih_l0_reverse, decoder.bias_hh_l1, ...). L = decoder_layers.
+
+        encoder   E_src[src] -> a bidirectional stack of encoder_layers, D/2 units per direction, read
+                  through pack_padded_sequence: a row's padding (at its end) is never read, its
+                  outputs are zero; enc (B,S,D) = both directions side by side
+        bridge    s_0 = tanh(W_b [h_fwd_last; h_bwd_first] + b_b) (B, D*L), from the top encoder layer's
+                  final states (the forward one after the row's last real token, the reverse one after
+                  its first); columns l*D..(l+1)*D are decoder layer l's h_0; an LSTM's c_0 = 0
+        decoder   one direction, L layers of D units, stepped one token at a time (teacher forcing
+                  feeds the gold y_{t-1}); y = E_tgt[y_{t-1}] (no sqrt(D) scale, no positions)
+                    additive  c_t = attend(s_{t-1}), then s_t = cell([y; c_t], s_{t-1})
+                    dot       s_t = cell(y, s_{t-1}), then c_t = attend(s_t)
+                    general   as dot
+                    none      s_t = cell(y, s_{t-1}); no c_t (s_0 carries the whole source)
+                  s_{t-1}, s_t: the top layer's h
+        output    o_t = tanh(combine([s_t; c_t])) (combine(s_t) for none), logits_t = out_proj(o_t)
+
+    attend(q): e_i = score(q, enc_i) over the source positions, padding blocked (-inf), alpha =
+    softmax(e), c = sum_i alpha_i enc_i, with
+        additive  e_i = score_v . tanh(query_proj(q) + key_proj(enc_i))
+        dot       e_i = q . enc_i
+        general   e_i = q . key_proj(enc_i)
+    The keys key_proj(enc) are computed once per sentence (start_decoding), as the C++ does.
+    Parameters, registered in Scratchformer's order: src_embed, tgt_embed, encoder.*, bridge, decoder.*,
+    query_proj, key_proj and score_v (D) (additive; key_proj alone for general), combine (2D or D -> D,
+    with bias), out_proj (D -> V, with bias). score_v, the model's own parameter, lists first in
+    state_dict(), as in a Scratchformer checkpoint: both list a module's own parameters before its
+    children's. Dropout (on y and on o, in training) is left out: this model only evaluates."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        self.cfg = cfg
+        D, L = cfg.d_model, cfg.decoder_layers
+        cell = RNN_CELLS[cfg.rnn_cell]
+        additive = cfg.rnn_attention == "additive"
+        self.src_embed = nn.Embedding(cfg.src_vocab, D, padding_idx=cfg.pad_id)
+        self.tgt_embed = nn.Embedding(cfg.tgt_vocab, D, padding_idx=cfg.pad_id)
+        self.encoder = cell(D, D // 2, num_layers=cfg.encoder_layers, bidirectional=True, batch_first=True)
+        self.bridge = nn.Linear(D, D * L)
+        # Bahdanau's decoder reads the context with the previous word: input [y; c] (2D).
+        self.decoder = cell(2 * D if additive else D, D, num_layers=L, batch_first=True)
+        if additive:
+            self.query_proj = nn.Linear(D, D, bias=False)
+            self.key_proj = nn.Linear(D, D, bias=False)
+            self.score_v = nn.Parameter(torch.empty(D).normal_(0.0, 1.0 / math.sqrt(D)))  # as the C++ draws it
+        elif cfg.rnn_attention == "general":
+            self.key_proj = nn.Linear(D, D, bias=False)
+        self.combine = nn.Linear(D if cfg.rnn_attention == "none" else 2 * D, D)
+        self.out_proj = nn.Linear(D, cfg.tgt_vocab)
+
+    def encode(self, src):
+        """src (B,S), each row padded with pad_id at its end, at least one real token -> enc (B,S,D), and the
+        top encoder layer's final states h_fwd, h_bwd (B,D/2) each"""
+        S = src.shape[1]
+        lengths = (src != self.cfg.pad_id).sum(dim=1)                              # (B)
+        if bool((lengths == 0).any()):
+            raise ValueError("RnnSeq2Seq: a source row is all padding; expected at least one real token per row")
+        packed = nn.utils.rnn.pack_padded_sequence(self.src_embed(src), lengths.cpu(), batch_first=True,
+                                                   enforce_sorted=False)
+        out, state = self.encoder(packed)
+        enc, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=S)  # (B,S,D), padding 0
+        h_n = state[0] if self.cfg.rnn_cell == "lstm" else state                 # (layers*2,B,D/2)
+        return enc, h_n[-2], h_n[-1]  # the top layer's forward, then reverse state
+
+    def initial_state(self, h_fwd, h_bwd):
+        """The top encoder layer's final states (B,D/2) each -> the decoder's hx: h_0 (L,B,D), with c_0 = 0
+        for an LSTM. s_0 = tanh(W_b [h_fwd; h_bwd] + b_b) (B, D*L), layer l's h_0 its columns l*D.."""
+        B, D, L = h_fwd.shape[0], self.cfg.d_model, self.cfg.decoder_layers
+        s0 = torch.tanh(self.bridge(torch.cat([h_fwd, h_bwd], dim=1)))           # (B,D*L)
+        h0 = s0.reshape(B, L, D).transpose(0, 1).contiguous()                    # (L,B,D)
+        return (h0, torch.zeros_like(h0)) if self.cfg.rnn_cell == "lstm" else h0
+
+    def keys_of(self, enc):
+        """enc (B,S,D) -> the keys scored against (B,S,D): key_proj(enc) (additive, general), enc (dot)"""
+        return self.key_proj(enc) if self.cfg.rnn_attention in ("additive", "general") else enc
+
+    def attend(self, q, enc, keys, blocked):
+        """q (B,D), enc and keys (B,S,D), blocked bool (B,S) TRUE = padding -> alpha (B,S), c (B,D)"""
+        if self.cfg.rnn_attention == "additive":
+            scores = torch.tanh(self.query_proj(q)[:, None, :] + keys) @ self.score_v  # (B,S,D) . (D) -> (B,S)
+        else:
+            scores = (keys @ q[:, :, None])[:, :, 0]                                  # (B,S,D)(B,D,1) -> (B,S)
+        alpha = torch.softmax(scores.masked_fill(blocked, -math.inf), dim=-1)         # (B,S)
+        return alpha, (alpha[:, None, :] @ enc)[:, 0]                                # (B,1,S)(B,S,D) -> (B,D)
+
+    def top_state(self, hx):
+        """The decoder's hx -> the top layer's h (B,D)"""
+        return (hx[0] if self.cfg.rnn_cell == "lstm" else hx)[-1]
+
+    def decoder_step(self, y_prev, hx, enc, keys, blocked):
+        """y_prev (B) ids, hx the decoder's state -> logits (B,V), the new hx, alpha (B,S) or None (none)"""
+        y = self.tgt_embed(y_prev)                                                    # (B,D)
+        alpha = context = None
+        if self.cfg.rnn_attention == "additive":  # the previous state asks; the answer is read with y
+            alpha, context = self.attend(self.top_state(hx), enc, keys, blocked)
+            out, hx = self.decoder(torch.cat([y, context], dim=1)[:, None, :], hx)    # (B,1,D)
+        else:
+            out, hx = self.decoder(y[:, None, :], hx)                                 # (B,1,D)
+            if self.cfg.rnn_attention != "none":  # dot, general: the new state asks
+                alpha, context = self.attend(out[:, 0], enc, keys, blocked)
+        s = out[:, 0]                                                                 # (B,D)
+        o = torch.tanh(self.combine(s if context is None else torch.cat([s, context], dim=1)))  # (B,D)
+        return self.out_proj(o), hx, alpha
+
+    def run_decoder(self, tgt_in, hx, enc, keys, blocked):
+        """tgt_in (B,T) from the state hx -> logits (B,T,V), alpha (B,T,S) or None: the decoder stepped T
+        times, position t waiting for t - 1 (teacher forcing)."""
+        logits, alphas = [], []
+        for t in range(tgt_in.shape[1]):
+            step_logits, hx, alpha = self.decoder_step(tgt_in[:, t], hx, enc, keys, blocked)
+            logits.append(step_logits)
+            alphas.append(alpha)
+        weights = torch.stack(alphas, dim=1) if self.cfg.rnn_attention != "none" else None
+        return torch.stack(logits, dim=1), weights
+
+    def forward(self, src, tgt_in):
+        """src (B,S), tgt_in (B,T) = <s> y -> logits (B,T,V), teacher forcing"""
+        enc, h_fwd, h_bwd = self.encode(src)
+        logits, _ = self.run_decoder(tgt_in, self.initial_state(h_fwd, h_bwd), enc, self.keys_of(enc),
+                                     src == self.cfg.pad_id)
+        return logits
+
+    def alignment(self, src, tgt_in):
+        """src (B,S), tgt_in (B,T) -> the attention weights (B,T,S) of every target position over the source
+        (teacher-forced); rnn_attention none has none (ValueError)."""
+        if self.cfg.rnn_attention == "none":
+            raise ValueError("RnnSeq2Seq.alignment: rnn_attention is none, so there is no alignment")
+        enc, h_fwd, h_bwd = self.encode(src)
+        _, weights = self.run_decoder(tgt_in, self.initial_state(h_fwd, h_bwd), enc, self.keys_of(enc),
+                                      src == self.cfg.pad_id)
+        return weights
+
+    def start_decoding(self, src):
+        """src (B,S) padded -> the state; each row's first decode_step reads <s>."""
+        enc, h_fwd, h_bwd = self.encode(src)
+        bos = torch.full((src.shape[0], 1), self.cfg.bos_id, dtype=torch.int64)
+        return RnnDecodeState(enc, self.keys_of(enc), src == self.cfg.pad_id, self.initial_state(h_fwd, h_bwd), bos)
+
+    def decode_step(self, tokens, state):
+        """tokens (B,1), each row's newest token -> logits (B,V); the state moves one step on"""
+        logits, state.hx, _ = self.decoder_step(tokens[:, 0], state.hx, state.enc, state.keys, state.blocked)
+        state.steps += 1
+        return logits
+
+
 def make_model(cfg):
     """The model of cfg.arch (its weights still to be loaded)."""
     cls = {"encoder-decoder": Seq2SeqTransformer, "decoder-only": DecoderOnlyTransformer,
-           "encoder-only": EncoderOnlyTransformer}[cfg.arch]
+           "encoder-only": EncoderOnlyTransformer, "rnn": RnnSeq2Seq}[cfg.arch]
     return cls(cfg)
 
 
@@ -844,11 +1044,11 @@ class LoadedModel:
 
 def vocab_sizes_of(arch, weights):
     """(src_vocab, tgt_vocab) read off the embedding and output tables, for a file that records none."""
-    if arch != "encoder-decoder":
+    if arch not in SOURCE_READING_ARCHS:
         rows = weights["embed.weight"].shape[0] if "embed.weight" in weights else 0
         return rows, rows
     src = weights["src_embed.weight"].shape[0] if "src_embed.weight" in weights else 0
-    for name in ("tgt_embed.weight", "output_proj.weight"):
+    for name in ("tgt_embed.weight", "output_proj.weight", "out_proj.weight"):
         if name in weights:
             return src, weights[name].shape[0]
     return src, src
@@ -1129,7 +1329,7 @@ def pad_rows(rows, pad_id):
 
 def translate_all(loaded, src_tok, tgt_tok, sources):
     """Source ids (non-empty) -> detokenised translations in the same order. Sorted by length (stable)
-    into batches of 64, as translate_all: the encoder-decoder pads; a decoder-only model reads
+    into batches of 64, as translate_all: the encoder-decoder and rnn pad; a decoder-only model reads
     <s> source <sep> and batches only sources of one length (it has no padding mask)."""
     model = loaded.model
     prompted = model.cfg.arch == "decoder-only"
@@ -1185,10 +1385,10 @@ def lm_lines(loaded, lines, tok):
 
 def decoder_rows(arch, src, tgt, sep):
     """One example -> (encoder input or None, decoder input, targets) as data/tasks.cpp builds them:
-        encoder-decoder  src;   <s> y;            y </s>
+        encoder-decoder  src;   <s> y;            y </s>                  (and rnn)
         decoder-only     None;  <s> x <sep> y;    pad x (m+1), y </s>     (translation, sep given)
         lm               None;  <s> x;            x </s>                  (src None, tgt = x)"""
-    if arch == "encoder-decoder":
+    if arch in SOURCE_READING_ARCHS:
         return src, [BOS_ID] + tgt, tgt + [EOS_ID]
     if src is None:
         return None, [BOS_ID] + tgt, tgt + [EOS_ID]
@@ -1211,7 +1411,7 @@ def teacher_forced_nll(model, examples):
         batch = [examples[i] for i in order[start:end]]
         tgt_in = pad_rows([b[1] for b in batch], PAD_ID)                       # (B,T)
         tgt_out = pad_rows([b[2] for b in batch], PAD_ID)                      # (B,T)
-        if model.cfg.arch == "encoder-decoder":
+        if model.cfg.arch in SOURCE_READING_ARCHS:
             logits = model(pad_rows([b[0] for b in batch], PAD_ID), tgt_in)    # (B,T,V)
         else:
             logits = model(tgt_in)
@@ -1243,7 +1443,7 @@ def run_nll(args):
         examples = [decoder_rows(arch, None, ids, None) for ids in kept]
         what = "lines"
     else:
-        require_task(loaded, "nll", "translation", ["encoder-decoder", "decoder-only"])
+        require_task(loaded, "nll", "translation", ["encoder-decoder", "rnn", "decoder-only"])
         if not (args.src and args.ref) or args.input:
             raise ToolError("a translation model takes --src FILE and --ref FILE (not --input)")
         src_tok, tgt_tok = load_tokenizers(loaded, tokenizer_dir(args))
@@ -1266,7 +1466,7 @@ def run_nll(args):
 
 def run_translate(args):
     loaded = load_any(args)
-    require_task(loaded, "translate", "translation", ["encoder-decoder", "decoder-only"])
+    require_task(loaded, "translate", "translation", ["encoder-decoder", "rnn", "decoder-only"])
     src_tok, tgt_tok = load_tokenizers(loaded, tokenizer_dir(args))
     lines = read_lines(args.input, strict=False)[:args.limit]
     ids = encode_inputs(lines, src_tok, max_source_tokens(loaded), args.input or "stdin")
@@ -1348,7 +1548,7 @@ def add_model_options(p):
 
 
 def make_parser():
-    parser = OneLineParser(prog=PROGRAM, description="Scratchformer's Transformer in plain PyTorch: NLL, greedy "
+    parser = OneLineParser(prog=PROGRAM, description="Scratchformer's models in plain PyTorch: NLL, greedy "
                            "translation, and checkpoint conversion to and from PyTorch.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
 

@@ -9,7 +9,7 @@
 //   2. reject unknown sections and keys in the file (suggesting the closest known key);
 //   3. apply the --set overrides to the parsed document, as if they were written in the file;
 //   4. read every field, checking its type (and for a choice, that it is one of the listed values);
-//   5. check ranges and relations between fields (d_model % n_heads, ...).
+//   5. check ranges and relations between fields (d_model % n_heads, ...; a key of another arch).
 #include "train/config.h"
 
 #include "data/corpus.h"  // valid_utf8
@@ -33,9 +33,11 @@ namespace fs = std::filesystem;
 const std::vector<std::string> kSections{"model", "data", "train", "run"};
 const std::vector<std::string> kActivations{"relu", "gelu", "swiglu"};
 const std::vector<std::string> kNorms{"layernorm", "rmsnorm"};
-const std::vector<std::string> kArchs{"encoder-decoder", "decoder-only", "encoder-only"};
+const std::vector<std::string> kArchs{"encoder-decoder", "decoder-only", "encoder-only", "rnn"};
 const std::vector<std::string> kTasks{"translation", "lm", "mlm", "classify"};
 const std::vector<std::string> kPoolings{"mean", "cls"};
+const std::vector<std::string> kRnnCells{"lstm", "gru", "rnn"};
+const std::vector<std::string> kRnnAttentions{"none", "additive", "dot", "general"};
 const std::vector<std::string> kNormPositions{"pre", "post"};
 const std::vector<std::string> kPositionals{"sinusoidal", "learned", "rope", "alibi", "none"};
 const std::vector<std::string> kAttentions{"plain", "tiled"};
@@ -53,6 +55,8 @@ enum class Need { Optional, Required };
 // Calls v.section(name) before each section's keys, then one call per key:
 //   v.integer / v.floating / v.boolean (key, field)
 //   v.choice (key, field, accepted values)     a string that must be one of the values
+//   v.arch_choice (arch, key, field, accepted) a choice only model.arch = arch reads: an error in a
+//                                              config of another arch, and written only for that one
 //   v.text   (key, field)                      any string
 //   v.path   (key, field, Need)                a string path, resolved against the config's folder
 // C is Config (reading) or const Config (writing and listing).
@@ -72,13 +76,14 @@ void visit_fields(C& c, V& v) {
   v.choice("norm", c.model.norm, kNorms);
   v.choice("norm_position", c.model.norm_position, kNormPositions);
   v.choice("positional", c.model.positional, kPositionals);
-  // model.attention: "plain" (the composed ops) or "tiled" (the online-softmax op, never a T x T
-  // tensor); read here, written back by to_toml, checked against attention_dropout in validate().
+  // model.attention: "plain" (composed ops) or "tiled" (online softmax); checked against attention_dropout in validate()
   v.choice("attention", c.model.attention, kAttentions);
   v.boolean("share_embeddings", c.model.share_embeddings);
   v.boolean("tie_output", c.model.tie_output);
   v.integer("max_len", c.model.max_len);
   v.choice("pooling", c.model.pooling, kPoolings);
+  v.arch_choice("rnn", "rnn_cell", c.model.rnn_cell, kRnnCells);
+  v.arch_choice("rnn", "rnn_attention", c.model.rnn_attention, kRnnAttentions);
 
   v.section("data");
   v.choice("task", c.data.task, kTasks);
@@ -212,6 +217,7 @@ enum class Kind { Integer, Float, Bool, Choice, Text, Path };
 struct KeyInfo {
   std::string section, key;
   Kind kind;
+  std::string only_arch = "";  // the one model.arch that reads the key ("" = every arch)
 };
 
 struct KeyLister {
@@ -223,6 +229,9 @@ struct KeyLister {
   void boolean(const char* key, const bool&) { keys.push_back({current, key, Kind::Bool}); }
   void choice(const char* key, const std::string&, const std::vector<std::string>&) {
     keys.push_back({current, key, Kind::Choice});
+  }
+  void arch_choice(const char* arch, const char* key, const std::string&, const std::vector<std::string>&) {
+    keys.push_back({current, key, Kind::Choice, arch});
   }
   void text(const char* key, const std::string&) { keys.push_back({current, key, Kind::Text}); }
   void path(const char* key, const std::string&, Need) { keys.push_back({current, key, Kind::Path}); }
@@ -457,6 +466,10 @@ struct FieldReader {
       fail(*v, key, "expected one of " + join(accepted, ", ") + ", got \"" + s + "\"");
     field = s;
   }
+  // read as any choice; validate_arch_keys() rejects it under another arch
+  void arch_choice(const char*, const char* key, std::string& field, const std::vector<std::string>& accepted) {
+    choice(key, field, accepted);
+  }
   void text(const char* key, std::string& field) {
     const toml::value* v = find(key);
     if (!v) return;
@@ -501,6 +514,10 @@ struct Checker {
   void require(bool ok, const std::string& section, const std::string& key, const std::string& what) const {
     if (!ok) throw ConfigError(at(section, key) + what);
   }
+  // Whether the key is written in the file or given with --set (whatever its value).
+  bool is_set(const std::string& section, const std::string& key) const {
+    return root.contains(section) && root.at(section).is_table() && root.at(section).contains(key);
+  }
   void positive(std::int64_t x, const char* section, const char* key) const {
     require(x > 0, section, key, "expected a positive integer, got " + std::to_string(x));
   }
@@ -520,7 +537,7 @@ struct Checker {
   }
 };
 
-// The architecture each task trains ("translation": either generating one).
+// The architecture each task trains ("translation": any generating one, encoder-decoder, rnn or decoder-only).
 const char* arch_for_task(const std::string& task) {
   if (task == "lm") return "decoder-only";
   if (task == "mlm" || task == "classify") return "encoder-only";
@@ -532,9 +549,14 @@ void validate_task(const Config& c, const Checker& check) {
   const DataSection& d = c.data;
   const std::string& task = d.task;
   const bool translation = task == "translation";
+  // arch rnn translates only: name both ways out
+  check.require(translation || c.model.arch != "rnn", "data", "task",
+                "model.arch \"rnn\" (the recurrent encoder-decoder) trains only data.task = \"translation\", got \"" +
+                    task + "\" (set data.task = \"translation\", or model.arch = \"" + arch_for_task(task) + "\" for " +
+                    task + ")");
   const bool fits = translation ? c.model.arch != "encoder-only" : c.model.arch == arch_for_task(task);
   check.require(fits, "data", "task",
-                "task \"" + task + "\" trains " + (translation ? "an encoder-decoder or a decoder-only" : arch_for_task(task)) +
+                "task \"" + task + "\" trains " + (translation ? "an encoder-decoder, rnn or decoder-only" : arch_for_task(task)) +
                     " model, but model.arch is \"" + c.model.arch + "\" (set model.arch = \"" + arch_for_task(task) + "\")");
   const std::pair<const char*, const std::string*> paired[] = {{"train_src", &d.train_src}, {"train_tgt", &d.train_tgt},
                                                                {"valid_src", &d.valid_src}, {"valid_tgt", &d.valid_tgt},
@@ -574,7 +596,33 @@ void validate_task(const Config& c, const Checker& check) {
                     (translation ? "\"bleu\" or \"loss\"" : task == "lm" ? "\"loss\"" : "\"accuracy\" or \"loss\""));
 }
 
-void validate(const Config& c, const Checker& check) {
+// A key only one architecture reads (KeyInfo::only_arch), written in the file or given with --set
+// while model.arch is another: an error even at its default value, since it would be ignored.
+void validate_arch_keys(const Config& c, const Checker& check) {
+  for (const KeyInfo& k : known_keys()) {
+    if (k.only_arch.empty() || !check.is_set(k.section, k.key)) continue;
+    check.require(c.model.arch == k.only_arch, k.section, k.key,
+                  "only model.arch = \"" + k.only_arch + "\" reads this key, but model.arch is \"" + c.model.arch +
+                      "\" (remove the key or set model.arch = \"" + k.only_arch + "\")");
+  }
+}
+
+// [model] of arch rnn (nn/rnn_seq2seq.h): the sizes the recurrent model reads. The Transformer's
+// keys (n_heads, d_ff, norm, positional, attention, share_embeddings, ...) are ignored, so their
+// relations are not checked.
+void validate_rnn_model(const ModelSection& m, const Checker& check) {
+  check.positive(m.d_model, "model", "d_model");
+  check.require(m.d_model % 2 == 0, "model", "d_model",
+                "arch rnn needs an even d_model (d_model / 2 units per encoder direction), got " +
+                    std::to_string(m.d_model));
+  check.positive(m.encoder_layers, "model", "encoder_layers");
+  check.positive(m.decoder_layers, "model", "decoder_layers");
+  check.positive(m.max_len, "model", "max_len");
+  check.unit_interval(m.dropout, "model", "dropout");
+}
+
+// [model] of a Transformer: sizes, then the relations between them.
+void validate_transformer_model(const Config& c, const Checker& check) {
   const ModelSection& m = c.model;
   check.positive(m.d_model, "model", "d_model");
   check.positive(m.n_heads, "model", "n_heads");
@@ -600,6 +648,14 @@ void validate(const Config& c, const Checker& check) {
   check.require(!m.share_embeddings || c.data.joint_tokenizer, "model", "share_embeddings",
                 "sharing source and target embeddings needs one vocabulary: set data.joint_tokenizer = true "
                 "or model.share_embeddings = false");
+}
+
+void validate(const Config& c, const Checker& check) {
+  validate_arch_keys(c, check);
+  if (c.model.arch == "rnn")
+    validate_rnn_model(c.model, check);
+  else
+    validate_transformer_model(c, check);
 
   const DataSection& d = c.data;
   check.positive(d.tokenizer_vocab_size, "data", "tokenizer_vocab_size");
@@ -641,6 +697,9 @@ void validate(const Config& c, const Checker& check) {
                     format_double(t.min_lr) + " must not exceed it");
 
   const RunSection& r = c.run;
+  check.require(!r.attention_snapshots || c.model.arch != "rnn", "run", "attention_snapshots",
+                "snapshots record a Transformer's attention heads (arch encoder-decoder, decoder-only or encoder-only), "
+                "got model.arch \"rnn\" (set run.attention_snapshots = false)");
   check.non_negative(r.threads, "run", "threads", "= all usable cores");
   check.positive(r.keep_checkpoints, "run", "keep_checkpoints");
   check.non_negative(r.average_last, "run", "average_last", "off");
@@ -652,6 +711,7 @@ void validate(const Config& c, const Checker& check) {
 // ---- writing ----
 
 struct FieldWriter {
+  std::string arch;  // the config's model.arch: arch_choice keys of another arch are left out
   std::string out;
   void section(const char* name) { out += std::string(out.empty() ? "" : "\n") + "[" + name + "]\n"; }
   void line(const char* key, const std::string& value) { out += std::string(key) + " = " + value + "\n"; }
@@ -659,6 +719,9 @@ struct FieldWriter {
   void floating(const char* key, double x) { line(key, format_double(x)); }
   void boolean(const char* key, bool x) { line(key, x ? "true" : "false"); }
   void choice(const char* key, const std::string& s, const std::vector<std::string>&) { line(key, quote_toml(s)); }
+  void arch_choice(const char* only_arch, const char* key, const std::string& s, const std::vector<std::string>&) {
+    if (arch == only_arch) line(key, quote_toml(s));
+  }
   void text(const char* key, const std::string& s) { line(key, quote_toml(s)); }
   void path(const char* key, const std::string& s, Need) { line(key, quote_toml(s)); }
 };
@@ -751,7 +814,7 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
 }
 
 std::string to_toml(const Config& config) {
-  FieldWriter writer;
+  FieldWriter writer{config.model.arch, ""};
   visit_fields(config, writer);
   return "# Effective Scratchformer configuration: every key, paths absolute.\n"
          "# Load it again with: scratchformer train --config THIS_FILE\n\n" +

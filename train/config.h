@@ -21,6 +21,8 @@
 //   quickstart.toml:3: model.d_model: expected an integer, got a string
 //   quickstart.toml:4: model.n_heads: d_model 250 is not divisible by n_heads 8
 //   quickstart.toml:7: unknown key model.d_modle (did you mean model.d_model?)
+// A key that only one architecture reads (model.rnn_cell, model.rnn_attention: arch rnn) is an
+// error in a config of any other, even at its default value; to_toml writes it only for that one.
 #pragma once
 
 #include <cstdint>
@@ -35,13 +37,17 @@ struct ConfigError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// [model]: the encoder-decoder Transformer.
+// [model]: the network: an encoder-decoder, decoder-only or encoder-only Transformer, or the
+// recurrent encoder-decoder (arch rnn).
 struct ModelSection {
   std::string arch = "encoder-decoder";  // the architecture (nn/model.h): "encoder-decoder" (a
                                          // bidirectional encoder, a causal decoder cross-attending to
                                          // it; translation) | "decoder-only" (one causal stack of
                                          // decoder_layers; lm, prompted translation) | "encoder-only"
-                                         // (one bidirectional stack of encoder_layers; mlm, classify)
+                                         // (one bidirectional stack of encoder_layers; mlm, classify) |
+                                         // "rnn" (the recurrent encoder-decoder before the Transformer;
+                                         // translation; reads d_model, encoder_layers, decoder_layers,
+                                         // dropout, max_len and the rnn_* keys, ignores the rest)
   std::int64_t d_model = 256;          // model width D (embedding and residual stream), e.g. 256 or 512
   std::int64_t n_heads = 4;            // attention heads H; D must be divisible by H (head width D/H), e.g. 8
   std::int64_t n_kv_heads = 0;         // key/value heads for grouped-query attention; 0 = n_heads (plain
@@ -65,6 +71,11 @@ struct ModelSection {
   std::int64_t max_len = 256;          // longest sequence in tokens (size of learned/sinusoidal tables)
   std::string pooling = "mean";        // encoder-only classification: the sentence vector is "mean" (the
                                        // average over non-padding tokens) | "cls" (the first token, <cls>)
+  std::string rnn_cell = "lstm";       // arch rnn only: the recurrent cell of encoder and decoder, "lstm" |
+                                       // "gru" | "rnn" (Elman: h = tanh(W x + U h), no gates)
+  std::string rnn_attention = "additive";  // arch rnn only: how the decoder looks at the source, "none" (the
+                                           // last state only: the fixed-vector bottleneck) | "additive"
+                                           // (Bahdanau) | "dot" | "general" (Luong)
 
   bool operator==(const ModelSection&) const = default;
 };
@@ -151,7 +162,8 @@ struct RunSection {
                                        // (checkpoint-best is always kept besides these), e.g. 3
   bool attention_snapshots = false;    // at every validation, append the attention of the first valid
                                        // sentence to snapshots.jsonl (the explorer's "Over training"
-                                       // page, train/explorer/snapshots.h); translation models
+                                       // page, train/explorer/snapshots.h); Transformer translation
+                                       // models (an error with arch rnn)
   std::int64_t average_last = 0;       // at the end of training, average the weights of the last K kept
                                        // checkpoints (needs keep_checkpoints >= K) into
                                        // checkpoint-average.safetensors and test with it instead of
@@ -182,8 +194,9 @@ std::vector<std::string> class_labels(const DataSection& data);
 // out of range, a missing required key or a malformed override.
 Config load_config(const std::string& path, const std::vector<std::string>& overrides = {});
 
-// The effective config as TOML: every key of every section, paths absolute. load_config on the
-// result gives back an equal Config; it is what the run directory's config.toml holds.
+// The effective config as TOML: every key of every section (model.rnn_* only for arch rnn, where
+// another arch refuses them), paths absolute. load_config on the result gives back an equal
+// Config; it is what the run directory's config.toml holds.
 std::string to_toml(const Config& config);
 
 // Levenshtein distance: insertions, deletions and substitutions needed to turn a into b.

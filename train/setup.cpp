@@ -24,6 +24,8 @@ nn::ModelConfig model_config_from(const ModelSection& m, std::int64_t src_vocab,
   nn::ModelConfig c;
   c.num_classes = num_classes;
   c.pooling = m.pooling == "cls" ? nn::Pooling::Cls : nn::Pooling::Mean;
+  c.rnn_cell = nn::parse_cell_kind(m.rnn_cell);
+  c.rnn_attention = nn::parse_rnn_attention(m.rnn_attention);
   c.src_vocab = src_vocab;
   c.tgt_vocab = tgt_vocab;
   c.d_model = m.d_model;

@@ -21,7 +21,7 @@ void require_model(const Config& cfg, const std::string& checkpoint, const std::
   if (fits) return;
   const std::string& arch = cfg.model.arch;
   throw std::invalid_argument(command + " needs " + needed + ", but " + checkpoint + " holds " +
-                              (arch == "encoder-only" || arch == "encoder-decoder" ? "an " : "a ") + arch +
+                              (arch == "decoder-only" ? "a " : "an ") + arch +
                               " model trained with data.task = \"" + cfg.data.task + "\"");
 }
 

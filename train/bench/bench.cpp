@@ -366,6 +366,7 @@ std::string layer_count(const ModelSection& m) {
 // ---- public pieces -------------------------------------------------------------------------
 
 StepFlops training_step_flops(const nn::ModelConfig& m, std::int64_t batch, std::int64_t src_len, std::int64_t tgt_len) {
+  nn::require_transformer(m.arch, "bench: training_step_flops");
   const double B = static_cast<double>(batch), S = static_cast<double>(src_len), T = static_cast<double>(tgt_len);
   const double D = static_cast<double>(m.d_model), V = static_cast<double>(m.tgt_vocab);
   const double pairs = B * static_cast<double>(m.n_heads), Dh = static_cast<double>(m.head_dim());
@@ -396,6 +397,7 @@ StepFlops training_step_flops(const nn::ModelConfig& m, std::int64_t batch, std:
 
 std::vector<GemmCall> training_step_gemms(const nn::ModelConfig& m, std::int64_t batch, std::int64_t src_len,
                                           std::int64_t tgt_len) {
+  nn::require_transformer(m.arch, "bench: training_step_gemms");
   std::vector<GemmCall> calls;
   if (m.arch == nn::Arch::DecoderOnly) {  // the causal blocks, then the tied LM head
     for (std::int64_t l = 0; l < m.decoder_layers; ++l) {
@@ -672,6 +674,7 @@ void print_decoding(std::ostream& os, const Config& cfg, const DecodeReport& dec
 }  // namespace
 
 int run_bench(const Config& cfg, const BenchOptions& opt) {
+  nn::require_transformer(nn::parse_arch(cfg.model.arch), "bench");  // the FLOP count and BLAS floor are attention layers'
   check_options_and_set_threads(cfg, opt);
   BenchReport r;
   r.load_start = load_average_1min();
@@ -722,6 +725,7 @@ int run_bench(const Config& cfg, const BenchOptions& opt) {
 // ---- the scaling table (--scaling) ----------------------------------------------------------
 
 std::vector<ScalingRow> scaling_rows(const Config& cfg, const BenchOptions& opt) {
+  nn::require_transformer(nn::parse_arch(cfg.model.arch), "bench --scaling");  // plain against tiled attention
   if (opt.scaling_lengths.empty()) throw std::invalid_argument("bench --scaling: no sequence length to measure");
   for (std::int64_t t : opt.scaling_lengths)
     if (t < 1) throw std::invalid_argument("bench --scaling: lengths must be >= 1, got " + std::to_string(t));

@@ -7,11 +7,12 @@
 // projection, Adam, label smoothing 0.1; a batch of 64 sentence pairs of source and target
 // length 24, random token ids, no padding (BenchOptions::batch and ::length).
 //
-// Any architecture (model.arch) benches its own training step: a decoder-only model's causal
+// Any Transformer (model.arch) benches its own training step: a decoder-only model's causal
 // blocks over one sequence of `length`, an encoder-only model's layers and masked-LM head over a
 // source of `length` (a classify config is benched with that head); the decoding rows are the
 // encoder-decoder's (a decoder-only model's generation: --generation; an encoder-only model does
-// not generate).
+// not generate). Arch rnn is refused with one line: the FLOP count and the BLAS floor are
+// written for attention layers.
 //
 // run_bench measures, in this order, in one process:
 //   training step  exactly the trainer's step (forward, label-smoothed cross-entropy, backward,
@@ -154,7 +155,7 @@ struct StepFlops {
   double backward() const { return 2 * forward(); }  // grad of each operand: two products per product
   double total() const { return forward() + backward(); }
 };
-// B sentence pairs of S source and T target tokens through model m.
+// B sentence pairs of S source and T target tokens through model m (a Transformer: arch rnn throws).
 StepFlops training_step_flops(const nn::ModelConfig& m, std::int64_t batch, std::int64_t src_len, std::int64_t tgt_len);
 
 // One kind of cblas_sgemm call (row-major): C (m,n) = op(A) (m,k) @ op(B) (k,n), where op(A) is
@@ -174,7 +175,7 @@ struct GemmCall {
 // Every cblas_sgemm call one training step of model m makes on B pairs of S and T tokens, as
 // sf::matmul issues them (ops_matmul.cpp): a Linear on (B,L,in) is one gemm of B*L rows
 // forward and two backward; attention is one gemm per (batch, head) pair and product. Grouped
-// by module, not in the order the step makes them.
+// by module, not in the order the step makes them. A Transformer: arch rnn throws.
 std::vector<GemmCall> training_step_gemms(const nn::ModelConfig& m, std::int64_t batch, std::int64_t src_len,
                                           std::int64_t tgt_len);
 

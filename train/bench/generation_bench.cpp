@@ -252,6 +252,8 @@ std::int64_t kv_cache_bytes(const nn::ModelConfig& m, std::int64_t batch, std::i
 }
 
 GenerationReport measure_generation(const Config& cfg, const BenchOptions& opt) {
+  // the [model] of an rnn config names no heads or feed-forward width of its own to build a decoder-only model from
+  nn::require_transformer(nn::parse_arch(cfg.model.arch), "bench --generation");
   check_options_and_set_threads(cfg, opt);
   check_generation_options(opt);
   GenerationReport rep;

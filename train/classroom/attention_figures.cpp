@@ -282,6 +282,7 @@ AttentionWeights attention_weights(const InferenceModel& im, const std::string& 
                                    const std::optional<std::string>& target, std::int64_t pad,
                                    const AttentionInputNames& names) {
   if (pad < 0) throw std::invalid_argument("attention: --pad must be >= 0, got " + std::to_string(pad));
+  nn::require_transformer(im.model->config().arch, "attention");  // the figures are per layer and head
   const auto* encoder_decoder = dynamic_cast<const nn::Seq2SeqTransformer*>(im.model.get());
   if (encoder_decoder) return encoder_decoder_weights(im, *encoder_decoder, source, target, pad, names);
   if (target)

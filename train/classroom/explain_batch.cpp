@@ -17,6 +17,7 @@
 #include "data/corpus.h"
 #include "data/tokenizer.h"
 #include "nn/attention.h"
+#include "nn/model.h"
 #include "train/run_log.h"
 #include "train/setup.h"
 #include "train/task.h"
@@ -457,6 +458,7 @@ std::string explain_task_batch(const Config& cfg, const ExplainOptions& opt, std
 }  // namespace
 
 std::string explain_batch(const Config& cfg, const ExplainOptions& opt, std::ostream& log, Lang lang) {
+  nn::require_transformer(nn::parse_arch(cfg.model.arch), "explain-batch");  // the masks explained are attention's
   if (cfg.data.task != "translation" || cfg.model.arch != "encoder-decoder") return explain_task_batch(cfg, opt, log, lang);
   const LoadedBatch lb = load_batch(cfg, opt, log);
   const std::int64_t shown = std::min(lb.batch.rows(), std::max<std::int64_t>(opt.rows, 0));  // rows printed in full

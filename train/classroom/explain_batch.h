@@ -28,7 +28,8 @@ struct ExplainOptions {
 // the batch and its shapes, what teacher forcing is, the first opt.rows rows in full, the
 // padding masks, the causal mask and the counts. `lang`: the headings and captions in English or
 // Chinese; tokens are lined up in columns by display width (lang.h), so Chinese pieces align too.
-// Throws std::invalid_argument when opt.batch is past the epoch's last batch.
+// Throws std::invalid_argument when opt.batch is past the epoch's last batch, and for arch rnn
+// ("explain-batch: needs a Transformer ..."): the masks it explains are attention's.
 std::string explain_batch(const Config& cfg, const ExplainOptions& opt, std::ostream& log, Lang lang = Lang::En);
 
 }  // namespace sf::train

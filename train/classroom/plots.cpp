@@ -557,7 +557,10 @@ std::string positions_svg(const Config& cfg, Lang lang) {
   const nn::SinusoidalPositional pe(cfg.model.max_len, cfg.model.d_model);
   std::string title = text(lang, "Sinusoidal positions PE[pos, i], max_len ", "正弦位置编码 PE[pos, i]，max_len ") +
                       std::to_string(cfg.model.max_len) + text(lang, ", d_model ", "，d_model ") + std::to_string(cfg.model.d_model);
-  if (cfg.model.positional != "sinusoidal")
+  if (cfg.model.arch == "rnn")  // a recurrent network reads its tokens in order: it has no positional encoding
+    title += text(lang, " (arch rnn uses no positions: it reads the tokens in order; shown for comparison)",
+                  "（arch rnn 不用位置编码：它按顺序读词元；画出来作对比）");
+  else if (cfg.model.positional != "sinusoidal")
     title += text(lang, " (this config uses ", "（这个配置用的是 ") + cfg.model.positional +
              text(lang, " positions; shown for comparison)", " 位置编码；画出来作对比）");
   return positional_encoding_svg(pe.table(), title, lang);

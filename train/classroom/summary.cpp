@@ -84,6 +84,7 @@ std::string module_tree(const nn::Module& root, const std::string& root_name, La
 }
 
 FlopsPerToken flops_per_token(const nn::ModelConfig& m, std::int64_t length) {
+  nn::require_transformer(m.arch, "summary: flops_per_token");  // projections against attention's T²
   const double D = static_cast<double>(m.d_model), F = static_cast<double>(m.d_ff), T = static_cast<double>(length);
   const double kv = static_cast<double>(m.kv_heads() * m.head_dim());  // width of k and v
   const double Le = static_cast<double>(m.encoder_layers), Ld = static_cast<double>(m.decoder_layers);
@@ -107,6 +108,7 @@ FlopsPerToken flops_per_token(const nn::ModelConfig& m, std::int64_t length) {
       f.projections = Le * (attn_proj + ffn) + (m.num_classes > 0 ? 2 * D * static_cast<double>(m.num_classes) / T : 2 * D * V);
       f.attention = Le * attend;
       break;
+    case nn::Arch::Rnn: break;  // refused above
   }
   return f;
 }
@@ -255,6 +257,7 @@ void approximation_lines(const nn::ModelConfig& m, std::int64_t model_count, std
       formula = "12·D²·L + V·D";
       terms = text(lang, "encoder layer: attention 4D² + feed-forward 2·D·4D = 12D²", "编码器层：注意力 4D² + 前馈 2·D·4D = 12D²");
       break;
+    case nn::Arch::Rnn: break;  // rnn_parameter_lines instead
   }
   const double exact = static_cast<double>(model_count);
   os << text(lang, "Parameters: the lecture's approximation beside the exact count\n", "参数量：课上的近似公式与精确数并列\n")
@@ -327,12 +330,81 @@ void flops_lines(const nn::ModelConfig& m, std::int64_t length, std::ostringstre
        << "  training step ~ 3x forward: " << human(3 * (f.projections + f.attention)) << "FLOP per target token\n\n";
 }
 
+// ---- arch rnn: the recurrent encoder-decoder (nn/rnn_seq2seq.h) -------------------------------
+
+// A recurrent layer, one direction, H units reading I inputs with G gates: weight_ih (G·H, I),
+// weight_hh (G·H, H), bias_ih and bias_hh (G·H) -> G·H·(I + H + 2).
+double recurrent_layer(double G, double H, double I) { return G * H * (I + H + 2); }
+
+// The parameter section of an rnn model: each part's formula and count, then their sum against the
+// model's own count. Every part is exact (a recurrent network has no approximation to teach).
+void rnn_parameter_lines(const nn::ModelConfig& m, std::int64_t model_count, std::ostringstream& os, Lang lang) {
+  const double D = static_cast<double>(m.d_model), Vs = static_cast<double>(m.src_vocab), Vt = static_cast<double>(m.tgt_vocab);
+  const double Le = static_cast<double>(m.encoder_layers), Ld = static_cast<double>(m.decoder_layers);
+  const double G = static_cast<double>(nn::gates_per_cell(m.rnn_cell)), H = D / 2;
+  const bool additive = m.rnn_attention == nn::RnnAttention::Additive, none = m.rnn_attention == nn::RnnAttention::None;
+  const auto t = [lang](std::string_view en, std::string_view zh) { return text(lang, en, zh); };
+  struct Part {
+    std::string what, formula;
+    double count;
+  };
+  std::vector<Part> parts = {
+      {t("encoder", "编码器"), "2·Le·G·(D/2)·(D + D/2 + 2)", 2 * Le * recurrent_layer(G, H, D)},
+      {t("decoder", "解码器"), std::string(additive ? "G·D·(2D + D + 2)" : "G·D·(D + D + 2)") + " + (Ld - 1)·G·D·(D + D + 2)",
+       recurrent_layer(G, D, additive ? 2 * D : D) + (Ld - 1) * recurrent_layer(G, D, D)},
+      {t("embeddings", "嵌入"), "V_src·D + V_tgt·D", Vs * D + Vt * D},
+      {t("bridge", "桥接层"), "D·(D·Ld) + D·Ld", D * D * Ld + D * Ld}};
+  switch (m.rnn_attention) {
+    case nn::RnnAttention::Additive: parts.push_back({t("attention", "注意力"), "W_q D² + W_k D² + v D", 2 * D * D + D}); break;
+    case nn::RnnAttention::General: parts.push_back({t("attention", "注意力"), "W_a D²", D * D}); break;
+    case nn::RnnAttention::Dot:  // q · enc_i: no weights
+    case nn::RnnAttention::None: break;
+  }
+  parts.push_back({t("combine", "合并层"), none ? "D·D + D" : "2D·D + D", (none ? D : 2 * D) * D + D});
+  parts.push_back({t("output", "输出层"), "D·V_tgt + V_tgt", D * Vt + Vt});
+
+  os << t("Parameters of each part: the formula beside its count\n", "各部分的参数量：公式与数值并列\n")
+     << t("  a recurrent layer, one direction, H units reading I inputs: G·H·(I + H + 2), G = ",
+          "  一层循环网络的一个方向，H 个单元读 I 个输入：G·H·(I + H + 2)，G = ")
+     << G << t(" (", "（") << nn::cell_kind_name(m.rnn_cell) << t(": gates per cell)\n", "：每个单元的门数）\n");
+  double sum = 0;
+  for (const Part& p : parts) {
+    os << "  " << label18(p.what) << p.formula << " = " << with_commas(p.count) << "\n";
+    sum += p.count;
+  }
+  os << "  " << label18(t("sum of the parts", "各部分之和")) << with_commas(sum) << t("   model ", "   模型 ")
+     << with_commas(static_cast<double>(model_count))
+     << (sum == static_cast<double>(model_count) ? t("  (equal: every parameter is in a part above)", "  （相等：每个参数都属于上面的某一部分）")
+                                                 : t("  (NOT equal)", "  （不相等）"))
+     << "\n\n";
+}
+
+// An rnn model's summary: what it reads, its modules, its parameters; FLOPs and the KV cache are
+// the formulas of attention layers, and the one line says what the rnn keeps instead.
+std::string rnn_summary(const Config& cfg, const nn::ModelConfig& m, const nn::Model& model, std::int64_t vocab, Lang lang) {
+  std::ostringstream os;
+  os << text(lang, "Model from ", "配置 ") << cfg.source_path << text(lang, ": ", " 的模型：") << cfg.model.arch << ", D=" << m.d_model
+     << " " << nn::cell_kind_name(m.rnn_cell) << text(lang, " cells, attention ", " 单元，注意力 ")
+     << nn::rnn_attention_name(m.rnn_attention) << text(lang, ", layers ", "，层数 ") << m.encoder_layers << "+" << m.decoder_layers
+     << " V=" << vocab << text(lang, " (encoder bidirectional, ", "（编码器双向，每个方向 ") << m.d_model / 2
+     << text(lang, " units per direction; decoder ", " 个单元；解码器 ") << m.d_model << text(lang, " units)\n\n", " 个单元）\n\n");
+  os << module_tree(model, "model", lang) << "\n";
+  rnn_parameter_lines(m, model.parameter_count(), os, lang);
+  os << text(lang,
+             "FLOPs per token and the KV cache: formulas of attention layers, not computed for arch rnn. Its decoder\n"
+             "carries a state of fixed size from step to step (h, and c for an LSTM, per layer), not a cache that grows with L.\n",
+             "每个词元的 FLOPs 和 KV 缓存：是注意力层的公式，arch rnn 不计算。它的解码器在步与步之间传递一个大小固定的\n"
+             "状态（每层的 h，LSTM 还有 c），而不是随 L 增长的缓存。\n");
+  return os.str();
+}
+
 }  // namespace
 
 std::string model_summary(const Config& cfg, std::int64_t vocab, std::int64_t length, std::int64_t batch, Lang lang) {
   Generator gen(0);
   const nn::ModelConfig m = model_config_from(cfg, vocab, vocab);
   const std::unique_ptr<nn::Model> model = nn::make_model(m, gen);
+  if (m.arch == nn::Arch::Rnn) return rnn_summary(cfg, m, *model, vocab, lang);
   std::ostringstream os;
   os << text(lang, "Model from ", "配置 ") << cfg.source_path << text(lang, ": ", " 的模型：") << cfg.model.arch << ", D=" << m.d_model
      << " H=" << m.n_heads << " Hkv=" << m.kv_heads() << " Dh=" << m.head_dim() << " F=" << m.d_ff << " " << layers_text(m, lang)

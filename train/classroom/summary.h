@@ -10,6 +10,10 @@
 // for each architecture (model.arch): the encoder-decoder's encoder and decoder layers and
 // cross-attention; a decoder-only model's causal blocks (an encoder layer's shape) and tied LM
 // head; an encoder-only model's layers and its masked-LM head or classifier (no KV cache).
+// Arch rnn (the recurrent encoder-decoder) gets its own parameter formulas: per recurrent layer
+// and direction G·H·(I + H + 2) (G gates: lstm 4, gru 3, rnn 1), the encoder's D/2 units per
+// direction both ways, the decoder's D units, embeddings, bridge, attention, combine and output;
+// FLOPs and the KV cache are attention layers' formulas, and one line says so.
 #pragma once
 
 #include <cstdint>
@@ -35,7 +39,7 @@ struct FlopsPerToken {
   double attention = 0;    // QKᵀ and weights·V: grows with T·D
 };
 // Forward FLOPs per target token for a source and target of `length` tokens (a multiply-add
-// counts 2). Training costs about 3x this (forward + backward).
+// counts 2). Training costs about 3x this (forward + backward). A Transformer: arch rnn throws.
 FlopsPerToken flops_per_token(const nn::ModelConfig& m, std::int64_t length);
 
 }  // namespace sf::train

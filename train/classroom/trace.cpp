@@ -143,7 +143,7 @@ void trace_translation(nn::Model& model, const std::vector<std::int64_t>& src_id
   const auto S = static_cast<std::int64_t>(src_ids.size());
   const Tensor src = from_vector(src_ids, {1, S});  // (1,S)
   out << "trace: the first sentence (" << S << " source tokens), encoder (or a decoder-only model's prefill of the prompt) "
-         "then greedy decoding steps with the KV cache\n"
+         "then greedy decoding steps with the KV cache (an rnn model: its recurrent state)\n"
       << "trace: mean, std, min and max are over the finite elements; nan and inf count the others\n\n";
   std::unique_ptr<nn::DecodeState> state;
   {

@@ -81,7 +81,7 @@ std::vector<std::string> translate_lines(const train::InferenceModel& im, const 
 
 void require_translation(const train::InferenceModel& im, const std::string& checkpoint, const std::string& command) {
   train::require_model(im.config, checkpoint, command, im.config.data.task == "translation",
-                       "an encoder-decoder or decoder-only model trained with data.task = \"translation\"");
+                       "an encoder-decoder, rnn or decoder-only model trained with data.task = \"translation\"");
 }
 
 train::DecodeOptions decode_options(const train::InferenceModel& im, std::int64_t beam, double length_penalty) {

@@ -70,7 +70,7 @@ Command add_attention_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "attention", "Heatmaps of every attention layer, per head, for one sentence (SVG files): an encoder-decoder's "
                    "encoder self-attention, decoder self-attention and cross-attention, a decoder-only or encoder-only "
-                   "model's self-attention");
+                   "model's self-attention (a Transformer: arch rnn has no heads to draw)");
   cmd->add_option("--checkpoint", a->checkpoint, "Checkpoint file (its directory must hold the tokenizer)")->required();
   cmd->add_option("--src", a->src,
                   "The source sentence (decoder-only: the prompt or the sentence to translate; classify: text_a<TAB>text_b)")

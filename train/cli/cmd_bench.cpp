@@ -42,7 +42,7 @@ int run_bench(BenchArgs& a, const CLI::App& cmd) {
 Command add_bench_command(CLI::App& app) {
   auto a = std::make_shared<BenchArgs>();
   train::BenchOptions& o = a->options;
-  CLI::App* cmd = app.add_subcommand("bench", "Training-step and decoding speed of a reference model, next to BLAS");
+  CLI::App* cmd = app.add_subcommand("bench", "Training-step and decoding speed of a reference Transformer (not arch rnn), next to BLAS");
   cmd->add_option("--config", a->config, "Config file (TOML), e.g. configs/bench.toml")->required();
   cmd->add_option("--set", a->overrides, "Override a config key: section.key=value (repeatable)");
   cmd->add_option("--steps", o.steps, "Timed training steps, the median is reported (default: 20)");

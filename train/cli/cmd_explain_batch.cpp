@@ -34,7 +34,8 @@ int run_explain_batch(const ExplainArgs& a) {
 Command add_explain_batch_command(CLI::App& app) {
   auto a = std::make_shared<ExplainArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "explain-batch", "Print one real training batch: tokens, decoder input and target (teacher forcing), masks, counts");
+      "explain-batch", "Print one real training batch: tokens, decoder input and target (teacher forcing), masks, counts "
+                       "(a Transformer's config; not arch rnn)");
   cmd->add_option("--config", a->config, "Config file (TOML)")->required();
   cmd->add_option("--batch", a->options.batch, "Which batch of the first epoch, 0-based (default: 0)");
   cmd->add_option("--rows", a->options.rows, "Sentence pairs to print in full (default: 3)");

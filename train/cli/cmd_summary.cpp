@@ -38,8 +38,8 @@ int run_summary(const SummaryArgs& a, const CLI::App& cmd) {
 
 Command add_summary_command(CLI::App& app) {
   auto a = std::make_shared<SummaryArgs>();
-  CLI::App* cmd =
-      app.add_subcommand("summary", "Module tree, parameter counts vs the lecture's formulas, FLOPs, KV cache");
+  CLI::App* cmd = app.add_subcommand(
+      "summary", "Module tree, parameter counts vs the lecture's formulas, FLOPs, KV cache (arch rnn: its parameter formulas)");
   cmd->add_option("--config", a->config, "Config file (TOML)")->required();
   cmd->add_option("--length", a->length, "Sequence length for FLOPs and KV cache (default: 32)");
   cmd->add_option("--batch", a->batch, "Batch size for the KV-cache bytes (default: 1)");

@@ -1,6 +1,6 @@
 // `scratchformer translate --checkpoint FILE`: translates sentences, one per line, from --input or
 // stdin to stdout, in input order (greedy or beam search: train/eval/decode.h), with an
-// encoder-decoder or a decoder-only model trained for translation (the prompt <s> source <sep>). --trace prints
+// encoder-decoder, an rnn or a decoder-only model trained for translation (the prompt <s> source <sep>). --trace prints
 // module statistics for the first sentence (train/classroom/trace.h).
 #include <algorithm>
 #include <cstdint>

@@ -364,7 +364,7 @@ Response Explorer::api_info() {
                         {"configs", configs},
                         {"default", model ? *model : Json(nullptr)},
                         {"limits", limits_json()},
-                        {"archs", {"encoder-decoder", "decoder-only", "encoder-only"}}});
+                        {"archs", {"encoder-decoder", "decoder-only", "encoder-only", "rnn"}}});
 }
 
 // A run whose files cannot be summarised is listed with its error, not dropped.

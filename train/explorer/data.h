@@ -70,7 +70,8 @@ Json translate(const train::InferenceModel& im, const TranslateRequest& req);
 // encoder-decoder "encoder", "decoder_self" (causal), "cross"; one stack "self" (causal for a
 // decoder-only model). Weights rounded to 4 decimals; masked = the causal mask's blocked cells
 // (one sentence has no padding). `target` (encoder-decoder only) is fed instead of the greedy
-// translation (teacher forcing).
+// translation (teacher forcing). An rnn model throws std::invalid_argument("attention: needs a
+// Transformer ..., got arch rnn") (its maps are per layer and head).
 Json attention(const train::InferenceModel& im, const std::string& text, const std::optional<std::string>& target);
 
 // ---- one training step ---------------------------------------------------------------------
@@ -100,7 +101,9 @@ Json step(const StepRequest& req);
 // "schedule" {schedule, steps, lr, warmup, max_steps, peak, peak_step} | "masks" {batch, rows,
 // shown, src, src_pad_mask, tgt_in, tgt_pad_mask, causal} (batch 0, as explain-batch) |
 // "label_smoothing" {V (data.tokenizer_vocab_size), epsilon, target, gold_prob, other_prob, top,
-// rest: {count, each, total}, loss_at_target}, each with {kind}, for a config.
+// rest: {count, each, total}, loss_at_target}, each with {kind}, for a config. For arch rnn,
+// positions and rope throw std::invalid_argument (no positions in a recurrent network) and masks
+// has no causal mask (its decoder is causal by reading one token at a time).
 Json lesson(const std::string& kind, const train::Config& config);
 
 }  // namespace sf::explorer

@@ -509,7 +509,8 @@ Json id_rows(const data::Tokenizer& tok, const Tensor& ids, std::int64_t rows) {
   return out;
 }
 
-// Batch 0 of the training split, as explain-batch shows it: tokens, padding masks, causal mask.
+// Batch 0 of the training split, as explain-batch shows it: tokens, padding masks, causal mask
+// (not for arch rnn: its decoder reads one token at a time and needs no mask to be causal).
 Json masks_lesson(const train::Config& cfg) {
   const LoadedBatch lb = load_batch(cfg, 0);
   const data::Batch& b = lb.batch;
@@ -522,6 +523,7 @@ Json masks_lesson(const train::Config& cfg) {
   if (b.tgt_in.defined()) {
     out["tgt_in"] = id_rows(lb.tok.tgt, b.tgt_in, rows);
     if (b.tgt_pad_mask.defined()) out["tgt_pad_mask"] = mask_rows(b.tgt_pad_mask, rows);
+    if (cfg.model.arch == "rnn") return out;
     const std::int64_t n = std::min(kMaskPositions, b.tgt_in.size(1));
     const Tensor causal = nn::causal_mask(n, n);  // (n,n) bool, true = blocked
     Json c = Json::array();
@@ -559,6 +561,8 @@ Json label_smoothing_lesson(const train::Config& cfg) {
 }  // namespace
 
 Json lesson(const std::string& kind, const train::Config& config) {
+  if (kind == "positions" || kind == "rope")  // the position encodings of attention layers; a recurrent network has none
+    nn::require_transformer(nn::parse_arch(config.model.arch), "lesson " + kind);
   Json out;
   if (kind == "positions") out = positions_lesson(config);
   else if (kind == "rope") out = rope_lesson(config);

@@ -56,6 +56,7 @@
 #include <vector>
 
 #include "autograd/check.h"
+#include "autograd/exercise.h"
 #include "autograd/kernels.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
@@ -111,11 +112,15 @@ struct LSTMCellState final : Node {
   };
   template <class T>
   static Grads<T> grads(T i, T f, T g, T c_prev, T dc) {
+    // EXERCISE(lstm_cell): one unit's {dL/di, dL/df, dL/dg, dL/dc_prev} of c = σ(f) c_prev + σ(i) tanh(g),
+    // given dc = dL/dc, with the derivatives at the top of this file (logistic(x) is σ(x)).
+    // BEGIN SOLUTION
     const T sig_i = logistic(i), sig_f = logistic(f), tanh_g = std::tanh(g);
     return {dc * tanh_g * sig_i * (1 - sig_i),   // dc/di = tanh(g) σ'(i)
             dc * c_prev * sig_f * (1 - sig_f),   // dc/df = c_prev σ'(f)
             dc * sig_i * (1 - tanh_g * tanh_g),  // dc/dg = σ(i) tanh'(g)
             dc * sig_f};                         // dc/dc_prev = σ(f)
+    // END SOLUTION
   }
 
   // gates: (B, 4H), c_prev: (B, H) -> c: (B, H); all contiguous.
@@ -207,9 +212,13 @@ struct LSTMCellOutput final : Node {
   };
   template <class T>
   static Grads<T> grads(T o, T c, T dh) {
+    // EXERCISE(lstm_cell): one unit's {dL/do, dL/dc} of h = σ(o) tanh(c), given dh = dL/dh, with the
+    // derivatives at the top of this file.
+    // BEGIN SOLUTION
     const T sig_o = logistic(o), tanh_c = std::tanh(c);
     return {dh * tanh_c * sig_o * (1 - sig_o),   // dh/do = tanh(c) σ'(o)
             dh * sig_o * (1 - tanh_c * tanh_c)};  // dh/dc = σ(o) tanh'(c)
+    // END SOLUTION
   }
 
   // gates: (B, 4H), c: (B, H) -> h: (B, H); all contiguous.

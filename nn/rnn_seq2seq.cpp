@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "autograd/check.h"
+#include "autograd/exercise.h"
 #include "autograd/ops.h"
 #include "nn/init.h"
 
@@ -132,7 +133,8 @@ Tensor RnnSeq2Seq::encode(const Tensor& src, std::vector<RecurrentState>* final)
   SF_EXPECT(src.dim() == 2 && src.dtype() == Dtype::Int64, "RnnSeq2Seq: expected src (B, S) int64, got ",
             src.shape(), " ", dtype_name(src.dtype()));
   const Tensor pad = eq(src, static_cast<double>(cfg_.pad_id));  // (B,S) true at padding
-  Recurrent::Output out = encoder->forward(dropout->forward(src_embed->forward(src)), pad);
+  const Tensor x = mul(src_embed->forward(src), std::sqrt(static_cast<double>(cfg_.d_model)));  // E[src] √D
+  Recurrent::Output out = encoder->forward(dropout->forward(x), pad);
   if (final) *final = out.final;
   return out.outputs;
 }
@@ -158,18 +160,22 @@ Tensor RnnSeq2Seq::keys_of(const Tensor& enc) const {
   return enc;
 }
 
+// Bahdanau's score: e_i = vᵀ tanh(W_q q + W_k enc_i). q (B,D), keys = W_k enc (B,S,D) -> e (B,S).
+Tensor RnnSeq2Seq::additive_scores(const Tensor& q, const Tensor& keys) const {
+  // EXERCISE(additive_attention): e (B,S) = vᵀ tanh(W_q q + keys_i) for every source position i:
+  // query_proj is W_q, score_v is v (D); broadcast the projected query (B,1,D) over the S keys.
+  // BEGIN SOLUTION
+  const Tensor mixed = tanh(add(unsqueeze(query_proj->forward(q), 1), keys));  // (B,1,D) + (B,S,D)
+  return squeeze(matmul(mixed, unsqueeze(score_v, 1)), 2);                     // (B,S,D)(D,1) -> (B,S)
+  // END SOLUTION
+}
+
 // q (B,D) against keys (B,S,D) -> (α (B,S), c (B,D)).
 std::pair<Tensor, Tensor> RnnSeq2Seq::attend(const Tensor& q, const Tensor& enc, const Tensor& keys,
                                              const Tensor& src_pad) const {
-  Tensor scores;  // e (B,S)
-  if (cfg_.rnn_attention == RnnAttention::Additive) {
-    // e_i = vᵀ tanh(W_q q + W_k enc_i): (B,1,D) + (B,S,D) -> tanh -> · v
-    const Tensor mixed = tanh(add(unsqueeze(query_proj->forward(q), 1), keys));
-    scores = squeeze(matmul(mixed, unsqueeze(score_v, 1)), 2);
-  } else {
-    // dot: e_i = q · enc_i; general: e_i = q · (W_a enc_i)
-    scores = squeeze(matmul(keys, unsqueeze(q, 2)), 2);
-  }
+  // e (B,S); dot: e_i = q · enc_i; general: e_i = q · (W_a enc_i)
+  const Tensor scores = cfg_.rnn_attention == RnnAttention::Additive ? additive_scores(q, keys)
+                                                                    : squeeze(matmul(keys, unsqueeze(q, 2)), 2);
   const Tensor weights = softmax(masked_fill(scores, src_pad, -std::numeric_limits<double>::infinity()), -1);
   const Tensor context = squeeze(matmul(unsqueeze(weights, 1), enc), 1);  // Σ_i α_i enc_i: (B,1,S)(B,S,D) -> (B,D)
   return {weights, context};
@@ -177,7 +183,7 @@ std::pair<Tensor, Tensor> RnnSeq2Seq::attend(const Tensor& q, const Tensor& enc,
 
 RnnSeq2Seq::Step RnnSeq2Seq::decoder_step(const Tensor& y_prev, const std::vector<RecurrentState>& states,
                                           const Tensor& enc, const Tensor& keys, const Tensor& src_pad) const {
-  const Tensor y = dropout->forward(tgt_embed->forward(y_prev));  // (B, D)
+  const Tensor y = dropout->forward(mul(tgt_embed->forward(y_prev), std::sqrt(static_cast<double>(cfg_.d_model))));  // (B, D)
   Step step;
   Tensor context;
   switch (cfg_.rnn_attention) {

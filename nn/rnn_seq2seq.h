@@ -3,6 +3,10 @@
 //
 // Letters: B batch, S source length, T target length, D d_model, V vocabulary.
 //
+// Embeddings are scaled by √D, as in the Transformer: the table starts at N(0, 1/D) (nn/init.h),
+// so the cells read unit-variance inputs from the first step (unscaled, their gates start nearly
+// constant and the first few hundred steps learn little).
+//
 //   encoder   src embedding (D) -> a bidirectional recurrent stack, D/2 units per direction:
 //             enc (B,S,D), one state h_s per source position that has read the sentence both ways
 //   bridge    the decoder's first state, from the encoder's last ones: s_0 = tanh(W_b [h→_S; h←_1] + b_b)
@@ -86,6 +90,8 @@ class RnnSeq2Seq : public Model {
   // output vector o (B,D) (the logits are out_proj(o)) and the attention weights (B,S) (undefined for none).
   Step decoder_step(const Tensor& y_prev, const std::vector<RecurrentState>& states, const Tensor& enc,
                     const Tensor& keys, const Tensor& src_pad) const;
+  // Bahdanau's e_i = vᵀ tanh(W_q q + W_k enc_i): q (B,D), keys = W_k enc (B,S,D) -> e (B,S).
+  Tensor additive_scores(const Tensor& q, const Tensor& keys) const;
   // e = score(q, keys): q (B,D), keys (B,S,D) -> α (B,S), padding blocked; c = α enc (B,D).
   std::pair<Tensor, Tensor> attend(const Tensor& q, const Tensor& enc, const Tensor& keys, const Tensor& src_pad) const;
   // The keys the decoder scores against: W_k enc (additive), W_a enc (general), enc (dot).

@@ -12,6 +12,7 @@
 #include "sacrebleu_util.h"
 #include "test_util.h"
 #include "train/eval/bleu.h"
+#include "train/eval/evaluate.h"
 
 namespace {
 
@@ -199,4 +200,21 @@ TEST_CASE("bleu rejects bad arguments with actionable messages", "[bleu]") {
   CHECK_THAT(sf::testing::invalid_argument_message([] { sf::train::corpus_bleu({"ok", "bad \xC3"}, {"ok", "ok"}); }),
              Catch::Contains("hypothesis 1") && Catch::Contains("UTF-8"));
   CHECK_THAT(sf::testing::invalid_argument_message([] { sf::train::tokenize_13a("\xED\xA0\x80"); }), Catch::Contains("UTF-8"));  // a surrogate
+}
+
+TEST_CASE("bleu_by_source_length scores each length bucket as a corpus of its own", "[bleu][recurrent]") {
+  const std::vector<std::string> hyps = {"a dog runs", "the cat sat on the mat", "a man rides a red bike today", "two kids"};
+  const std::vector<std::string> refs = {"a dog runs", "the cat sat on a mat", "a man rides a bike", "two children play"};
+  const std::vector<std::int64_t> lengths = {4, 12, 40, 0};  // the empty source goes to the first bucket
+  const std::vector<sf::train::LengthBucket> b = sf::train::bleu_by_source_length(hyps, refs, lengths, {11, 16, 21, 31}, "13a");
+  REQUIRE(b.size() == 5);
+  CHECK((b[0].first == 1 && b[0].last == 10 && b[0].sentences == 2));
+  CHECK((b[1].first == 11 && b[1].last == 15 && b[1].sentences == 1));
+  CHECK((b[2].sentences == 0 && b[2].bleu == 0));
+  CHECK((b[4].first == 31 && b[4].last == -1 && b[4].sentences == 1));
+  CHECK(b[0].bleu == sf::train::corpus_bleu({hyps[0], hyps[3]}, {refs[0], refs[3]}, "13a").score);
+  CHECK(b[1].bleu == sf::train::corpus_bleu({hyps[1]}, {refs[1]}, "13a").score);
+  CHECK(b[4].bleu == sf::train::corpus_bleu({hyps[2]}, {refs[2]}, "13a").score);
+  CHECK(b[1].bleu > 0);
+  CHECK_THROWS_WITH(sf::train::bleu_by_source_length(hyps, refs, {1, 2}, {11}, "13a"), Catch::Contains("as many"));
 }

@@ -76,6 +76,12 @@ TEST_CASE("gradcheck suite log_softmax passes", "[classroom][grad][softmax][fast
 
 TEST_CASE("gradcheck suite relu passes", "[classroom][grad][relu][unary]") { require_entry_passes("relu"); }
 
+TEST_CASE("gradcheck suite lstm_cell passes", "[classroom][grad][lstm_cell][recurrent]") { require_entry_passes("lstm_cell"); }
+
+TEST_CASE("gradcheck suite additive_attention passes", "[classroom][grad][additive_attention][recurrent]") {
+  require_entry_passes("additive_attention");
+}
+
 TEST_CASE("gradcheck suite masked_fill passes", "[classroom][grad][index][mask]") { require_entry_passes("masked_fill"); }
 
 TEST_CASE("gradcheck suite where passes", "[classroom][grad][index][broadcast]") { require_entry_passes("where"); }

@@ -163,7 +163,7 @@ std::vector<Tensor> unrolled_inputs(std::int64_t gates, bool with_c0, Generator&
 
 // ------------------------------------------------------------------------------- gradchecks
 
-TEST_CASE("lstm_cell_state gradcheck of gates and c_prev", "[recurrent][grad]") {
+TEST_CASE("lstm_cell_state gradcheck of gates and c_prev", "[recurrent][lstm_cell][grad]") {
   Generator gen(1);
   auto f = [](const std::vector<Tensor>& in) { return lstm_cell_state(in[0], in[1]); };
   SECTION("contiguous inputs") { require_gradcheck(f, {grad_input({kB, 4 * kH}, gen), grad_input({kB, kH}, gen)}); }
@@ -183,7 +183,7 @@ TEST_CASE("lstm_cell_state gradcheck of gates and c_prev", "[recurrent][grad]") 
   }
 }
 
-TEST_CASE("lstm_cell_output gradcheck of gates and c", "[recurrent][grad]") {
+TEST_CASE("lstm_cell_output gradcheck of gates and c", "[recurrent][lstm_cell][grad]") {
   Generator gen(2);
   auto f = [](const std::vector<Tensor>& in) { return lstm_cell_output(in[0], in[1]); };
   SECTION("contiguous inputs") { require_gradcheck(f, {grad_input({kB, 4 * kH}, gen), grad_input({kB, kH}, gen)}); }
@@ -228,7 +228,7 @@ TEST_CASE("gru_cell gradcheck of gx gh and h_prev", "[recurrent][grad]") {
 
 // ------------------------------------------------------------------------------- fused vs composed
 
-TEST_CASE("lstm_cell_state fused matches composed in values and gradients", "[recurrent][fused][grad]") {
+TEST_CASE("lstm_cell_state fused matches composed in values and gradients", "[recurrent][lstm_cell][fused][grad]") {
   auto fused = [](const std::vector<Tensor>& in) { return lstm_cell_state(in[0], in[1]); };
   auto composed = [](const std::vector<Tensor>& in) { return lstm_cell_state_composed(in[0], in[1]); };
   const std::vector<Shape> shapes = {{kB, 4 * kH}, {kB, kH}};
@@ -236,7 +236,7 @@ TEST_CASE("lstm_cell_state fused matches composed in values and gradients", "[re
   SECTION("float32") { require_fused_matches_composed(fused, composed, shapes, Dtype::Float32, kFloat32Tol, 12); }
 }
 
-TEST_CASE("lstm_cell_output fused matches composed in values and gradients", "[recurrent][fused][grad]") {
+TEST_CASE("lstm_cell_output fused matches composed in values and gradients", "[recurrent][lstm_cell][fused][grad]") {
   auto fused = [](const std::vector<Tensor>& in) { return lstm_cell_output(in[0], in[1]); };
   auto composed = [](const std::vector<Tensor>& in) { return lstm_cell_output_composed(in[0], in[1]); };
   const std::vector<Shape> shapes = {{kB, 4 * kH}, {kB, kH}};
@@ -282,7 +282,7 @@ TEST_CASE("each fused step is one graph node, and the gates it does not read get
 
 // ------------------------------------------------------------------------------- through time
 
-TEST_CASE("an LSTM unrolled over five steps gradchecks end to end", "[recurrent][grad]") {
+TEST_CASE("an LSTM unrolled over five steps gradchecks end to end", "[recurrent][lstm_cell][grad]") {
   Generator gen(21);
   const std::vector<Tensor> in = unrolled_inputs(4, /*with_c0=*/true, gen);
   SECTION("gradcheck of x, every weight and bias, h0 and c0") {

@@ -42,7 +42,7 @@ Tensor targets() { return test::ids({2, 5, 7, 3, 2, 8, 4, 6}, {2, 4}); }
 
 }  // namespace
 
-TEST_CASE("RnnSeq2Seq gradchecks as a whole model: every attention kind, every cell", "[recurrent][model][grad]") {
+TEST_CASE("RnnSeq2Seq gradchecks as a whole model: every attention kind, every cell", "[recurrent][model][grad][additive_attention]") {
   struct Case {
     nn::RnnAttention attention;
     nn::CellKind cell;
@@ -93,7 +93,7 @@ TEST_CASE("RnnSeq2Seq: a padded source gives what the sentence alone gives", "[r
   }
 }
 
-TEST_CASE("RnnSeq2Seq: beams copy and exchange the recurrent state", "[recurrent][model][cache]") {
+TEST_CASE("RnnSeq2Seq: beams copy and exchange the recurrent state", "[recurrent][model][cache][additive_attention]") {
   Generator gen(3);
   nn::RnnSeq2Seq model(rnn_config(nn::RnnAttention::Additive, nn::CellKind::lstm), gen, Dtype::Float64);
   const Tensor src = sources();
@@ -113,7 +113,7 @@ TEST_CASE("RnnSeq2Seq: beams copy and exchange the recurrent state", "[recurrent
   CHECK_THROWS_WITH(beams->reorder(test::ids({3, 1, 1, 4, 4, 4})), Contains("only the rows of one sentence"));
 }
 
-TEST_CASE("RnnSeq2Seq: the alignment is a distribution over the real source words", "[recurrent][model][attention]") {
+TEST_CASE("RnnSeq2Seq: the alignment is a distribution over the real source words", "[recurrent][model][attention][additive_attention]") {
   for (const nn::RnnAttention attention : {nn::RnnAttention::Additive, nn::RnnAttention::Dot, nn::RnnAttention::General}) {
     INFO(nn::rnn_attention_name(attention));
     Generator gen(4);

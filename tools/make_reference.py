@@ -558,7 +558,7 @@ def rnn_logits_in_one_call(model, src, tgt_in):
     cfg = model.cfg
     assert cfg.rnn_attention != "additive", "additive feeds c_t into the step: no one-call form"
     enc, h_fwd, h_bwd = model.encode(src)                                       # (B,S,D)
-    s, _ = model.decoder(model.tgt_embed(tgt_in), model.initial_state(h_fwd, h_bwd))  # (B,T,D): top layer
+    s, _ = model.decoder(model.tgt_embed(tgt_in) * math.sqrt(model.cfg.d_model), model.initial_state(h_fwd, h_bwd))  # (B,T,D): top layer
     if cfg.rnn_attention == "none":
         return model.out_proj(torch.tanh(model.combine(s)))
     scores = s @ model.keys_of(enc).transpose(1, 2)                             # (B,T,S)
@@ -576,7 +576,8 @@ def rnn_seq2seq_case(case, seed, cell, attention):
     model.train()  # dropout is 0; as in seq2seq_case
     randomise_(model)  # recurrent and linear weights Xavier-uniform, biases N(0, 0.1^2)
     D, pad = cfg["d_model"], cfg["pad_id"]
-    # Larger than an initialisation, so that attention matters: embeddings N(0, 1), the recurrent
+    # Larger than an initialisation, so that attention matters: embeddings N(0, 1/D) as initialised
+    # (the model scales them by sqrt(D): unit-variance inputs), the recurrent
     # weights and the attention projections doubled (powers of two keep the values float32), score_v
     # N(0, 1). With initialisation-sized weights the top encoder layer's outputs are ~0.05, the keys
     # alike at every source position and tanh nearly linear; then W_q q shifts every score of a row
@@ -584,7 +585,7 @@ def rnn_seq2seq_case(case, seed, cell, attention):
     # (PyTorch's own float32 then misses it by 1e-3 relative).
     with torch.no_grad():
         for emb in (model.src_embed, model.tgt_embed):
-            emb.weight.copy_(f32_randn(*emb.weight.shape))
+            emb.weight.copy_(f32_randn(*emb.weight.shape) / math.sqrt(D))
             emb.weight[pad].zero_()
         for name, p in model.named_parameters():
             if name.split(".")[0] in ("encoder", "decoder", "query_proj", "key_proj"):

@@ -878,14 +878,14 @@ class RnnSeq2Seq(nn.Module):
     under Scratchformer's module names their state_dict keys are its parameter names (encoder.weight_ih_l0,
     encoder.weight_ih_l0_reverse, decoder.bias_hh_l1, ...). L = decoder_layers.
 
-        encoder   E_src[src] -> a bidirectional stack of encoder_layers, D/2 units per direction, read
+        encoder   E_src[src] * sqrt(D) -> a bidirectional stack of encoder_layers, D/2 units per direction, read
                   through pack_padded_sequence: a row's padding (at its end) is never read, its
                   outputs are zero; enc (B,S,D) = both directions side by side
         bridge    s_0 = tanh(W_b [h_fwd_last; h_bwd_first] + b_b) (B, D*L), from the top encoder layer's
                   final states (the forward one after the row's last real token, the reverse one after
                   its first); columns l*D..(l+1)*D are decoder layer l's h_0; an LSTM's c_0 = 0
         decoder   one direction, L layers of D units, stepped one token at a time (teacher forcing
-                  feeds the gold y_{t-1}); y = E_tgt[y_{t-1}] (no sqrt(D) scale, no positions)
+                  feeds the gold y_{t-1}); y = E_tgt[y_{t-1}] * sqrt(D) (no positions)
                     additive  c_t = attend(s_{t-1}), then s_t = cell([y; c_t], s_{t-1})
                     dot       s_t = cell(y, s_{t-1}), then c_t = attend(s_t)
                     general   as dot
@@ -933,7 +933,8 @@ class RnnSeq2Seq(nn.Module):
         lengths = (src != self.cfg.pad_id).sum(dim=1)                              # (B)
         if bool((lengths == 0).any()):
             raise ValueError("RnnSeq2Seq: a source row is all padding; expected at least one real token per row")
-        packed = nn.utils.rnn.pack_padded_sequence(self.src_embed(src), lengths.cpu(), batch_first=True,
+        x = self.src_embed(src) * math.sqrt(self.cfg.d_model)                         # E[src] sqrt(D): (B,S,D)
+        packed = nn.utils.rnn.pack_padded_sequence(x, lengths.cpu(), batch_first=True,
                                                    enforce_sorted=False)
         out, state = self.encoder(packed)
         enc, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=S)  # (B,S,D), padding 0
@@ -967,7 +968,7 @@ class RnnSeq2Seq(nn.Module):
 
     def decoder_step(self, y_prev, hx, enc, keys, blocked):
         """y_prev (B) ids, hx the decoder's state -> logits (B,V), the new hx, alpha (B,S) or None (none)"""
-        y = self.tgt_embed(y_prev)                                                    # (B,D)
+        y = self.tgt_embed(y_prev) * math.sqrt(self.cfg.d_model)                      # (B,D)
         alpha = context = None
         if self.cfg.rnn_attention == "additive":  # the previous state asks; the answer is read with y
             alpha, context = self.attend(self.top_state(hx), enc, keys, blocked)

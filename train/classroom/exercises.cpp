@@ -14,6 +14,9 @@ const std::vector<Lecture>& lectures() {
       {"layers", "the Transformer layer: normalisation", "Transformer 层：归一化"},
       {"training", "the loss the model learns from", "训练所用的损失"},
       {"decoding", "generating a translation: the KV cache, greedy search", "生成译文：KV 缓存与贪心搜索"},
+      // The lecture's "before"; its exercises come last because they build on the ones above
+      // (additive attention runs a whole model: embedding, linear, softmax).
+      {"recurrent", "before the Transformer: recurrent networks and alignment attention", "Transformer 之前：循环网络与对齐注意力"},
   };
   return kLectures;
 }
@@ -48,6 +51,10 @@ const std::vector<Exercise>& exercises() {
       {"kv_cache", "appending keys and values to the KV cache", "向 KV 缓存追加键和值", {"nn/attention.cpp"}, "decoding",
        {"append_to_cache"}, {}},
       {"greedy", "greedy decoding", "贪心解码", {"train/eval/decode.cpp"}, "decoding", {"greedy_decode"}, {}},
+      {"lstm_cell", "backward of the LSTM cell: the new state c and the output h", "LSTM 单元的反向传播：新状态 c 与输出 h",
+       {"autograd/ops_recurrent.cpp"}, "recurrent", {"LSTMCellState::grads", "LSTMCellOutput::grads"}, {}},
+      {"additive_attention", "Bahdanau's additive attention score v^T tanh(W_q q + W_k k)",
+       "Bahdanau 加性注意力的打分 v^T tanh(W_q q + W_k k)", {"nn/rnn_seq2seq.cpp"}, "recurrent", {"additive_scores"}, {}},
   };
   return kExercises;
 }

@@ -22,6 +22,7 @@
 #include "nn/norm.h"
 #include "nn/positional.h"
 #include "nn/relative_positions.h"
+#include "nn/rnn_seq2seq.h"
 #include "nn/seq2seq.h"
 #include "nn/transformer_layers.h"
 
@@ -1063,6 +1064,46 @@ std::vector<GradcheckCase> check_label_smoothed_loss(const GradcheckOptions& o) 
                    [&](const std::vector<Tensor>& t) { return cross_entropy(t[0], targets, 0, 0.1); }, in, o)};
 }
 
+// The LSTM cell's two fused ops on random pre-activations: c = σ(f) c_prev + σ(i) tanh(g) and
+// h = σ(o) tanh(c), the gates a time step of a (B,T,4H) tensor (a strided view), then one step of
+// both chained as a layer does.
+std::vector<GradcheckCase> check_lstm_cell(const GradcheckOptions& o) {
+  Generator gen(31);
+  NamedInputs state, output, step;
+  state.add("gates (one step of (B,T,4H))", grad_input({3, 2, 16}, gen));
+  state.add("c_prev", grad_input({3, 4}, gen));
+  output.add("gates", grad_input({3, 16}, gen));
+  output.add("c", grad_input({3, 4}, gen));
+  step.add("gates", grad_input({3, 16}, gen));
+  step.add("c_prev", grad_input({3, 4}, gen));
+  const auto at_step = [](const Tensor& t) { return squeeze(narrow(t, 1, 1, 1), 1); };
+  return {run_case("lstm_cell_state", [&](const std::vector<Tensor>& t) { return lstm_cell_state(at_step(t[0]), t[1]); },
+                   state, o),
+          run_case("lstm_cell_output", [](const std::vector<Tensor>& t) { return lstm_cell_output(t[0], t[1]); }, output, o),
+          run_case("one step: h of c", [](const std::vector<Tensor>& t) {
+            return lstm_cell_output(t[0], lstm_cell_state(t[0], t[1]));
+          }, step, o)};
+}
+
+// Bahdanau's additive attention in a small recurrent encoder-decoder: the loss w.r.t. the score's
+// weights (query_proj, key_proj, score_v) and every other parameter, a padded source row included.
+std::vector<GradcheckCase> check_additive_attention(const GradcheckOptions& o) {
+  Generator gen(32);
+  nn::ModelConfig cfg;
+  cfg.arch = nn::Arch::Rnn;
+  cfg.rnn_attention = nn::RnnAttention::Additive;
+  cfg.src_vocab = 9, cfg.tgt_vocab = 7, cfg.d_model = 4, cfg.n_heads = 1, cfg.d_ff = 4;
+  cfg.encoder_layers = 1, cfg.decoder_layers = 1, cfg.dropout = 0.0, cfg.pad_id = 0, cfg.bos_id = 2;
+  auto model = std::make_shared<nn::RnnSeq2Seq>(cfg, gen, Dtype::Float64);
+  const Tensor src = from_vector<std::int64_t>({5, 7, 3, 6, 8, 0}, {2, 3}), tgt_in = from_vector<std::int64_t>({2, 5, 2, 4}, {2, 2});
+  const Tensor w = randn({2, 2, 7}, gen, Dtype::Float64);
+  NamedInputs in;
+  in.add_parameters(*model);
+  return {run_case("rnn_attention additive", [model, src, tgt_in, w](const std::vector<Tensor>&) {
+    return sum(mul(model->forward(src, tgt_in), w));
+  }, in, o)};
+}
+
 std::vector<GradcheckEntry> make_suite() {
   return {
       {"matmul", "ops",
@@ -1073,6 +1114,8 @@ std::vector<GradcheckEntry> make_suite() {
       {"log_softmax", "ops", "log_softmax along each dim of a strided view; the float32 fast path vs float64",
        check_log_softmax},
       {"relu", "ops", "Relu max(0, x) on a transposed view", check_relu},
+      {"lstm_cell", "ops", "the LSTM cell's fused ops, new state c and output h, on a strided time step, and chained",
+       check_lstm_cell},
       {"masked_fill", "ops", "masked_fill on its own (finite fill): no gradient through a filled cell", check_masked_fill},
       {"where", "ops", "where(cond, a, b): each gradient only where its side was picked, broadcast shapes",
        check_where},
@@ -1118,6 +1161,9 @@ std::vector<GradcheckEntry> make_suite() {
        check_model},
       {"decoder_only", "model", "the whole DecoderOnlyTransformer's next-token loss w.r.t. every parameter (fast mode)",
        check_decoder_only},
+      {"additive_attention", "model",
+       "a recurrent encoder-decoder with Bahdanau's additive attention: the loss w.r.t. every parameter, a padded source",
+       check_additive_attention},
       {"cross_entropy", "loss",
        "cross-entropy, plain and smoothed, strided logits, one row ignored; float32 (fast_exp) vs float64",
        check_cross_entropy},

@@ -1,11 +1,13 @@
 // `scratchformer eval --checkpoint FILE ...`: a checkpoint measured on a held-out file.
 //   translation  --src FILE --ref FILE: translates the test set and prints its corpus BLEU and chrF
-//                with the sacreBLEU signatures (train/eval/bleu.h, train/eval/chrf.h), then the
-//                teacher-forced loss, NLL and perplexity on the pairs that fit the model
+//                with the sacreBLEU signatures (train/eval/bleu.h, train/eval/chrf.h), with
+//                --by-length also by source-length bucket, then the teacher-forced loss, NLL and
+//                perplexity on the pairs that fit the model
 //   lm, mlm,     --input FILE (one sentence per line; classify: label<TAB>text[<TAB>text]): the
 //   classify     loss, NLL per token and perplexity; for mlm the masked-token accuracy, for
 //                classify the accuracy (train/task.h evaluate_task)
 #include <cmath>
+#include <cstdio>
 #include <cstdint>
 #include <iostream>
 #include <memory>
@@ -32,7 +34,22 @@ struct EvalArgs {
   std::int64_t beam = 0;       // 0 = the config's valid_beam
   double length_penalty = -1;  // < 0 = the config's valid_length_penalty
   std::string precision = "float32";  // --precision: float32 | bf16 matrix products
+  bool by_length = false;      // translation: also BLEU and chrF by source length
 };
+
+// Source-length buckets, in tokens, for --by-length.
+const std::vector<std::int64_t> kLengthEdges = {11, 16, 21, 31};
+
+void print_by_length(const std::vector<train::LengthBucket>& buckets) {
+  std::cout << "by source length (tokens) / 按源句长度（词元）:\n  length    sentences  BLEU    chrF2\n";
+  for (const train::LengthBucket& b : buckets) {
+    const std::string range = std::to_string(b.first) + (b.last < 0 ? "+" : "-" + std::to_string(b.last));
+    char line[96];
+    std::snprintf(line, sizeof line, "  %-9s %9lld  %6.2f  %6.2f\n", range.c_str(), static_cast<long long>(b.sentences), b.bleu,
+                  b.chrf);
+    std::cout << line;
+  }
+}
 
 void print_metrics(const train::TaskMetrics& m, const std::string& what) {
   std::cout << "loss " << m.loss << " nll " << m.nll << " ppl " << std::exp(m.nll);
@@ -66,6 +83,11 @@ int eval_translation(const EvalArgs& a, const train::InferenceModel& im) {
   const train::BleuResult bleu = train::corpus_bleu(hyps, corpus.tgt, im.config.data.bleu_tokenize);
   std::cout << train::format_bleu(bleu) << "\n";
   std::cout << train::format_chrf(train::corpus_chrf(hyps, corpus.tgt)) << "\n";  // sacreBLEU's chrF2
+  if (a.by_length) {
+    std::vector<std::int64_t> lengths;
+    for (const auto& row : ids) lengths.push_back(static_cast<std::int64_t>(row.size()));
+    print_by_length(train::bleu_by_source_length(hyps, corpus.tgt, lengths, kLengthEdges, im.config.data.bleu_tokenize));
+  }
   const train::EncodedSplit pairs = fitting_pairs(im, ids, corpus.tgt);
   if (pairs.src.empty()) throw std::invalid_argument("eval: no pair of " + a.src + " fits the model for the loss");
   const train::TaskBatches task(im.config, *im.tokenizers);
@@ -76,6 +98,7 @@ int eval_translation(const EvalArgs& a, const train::InferenceModel& im) {
 
 int eval_task(const EvalArgs& a, const train::InferenceModel& im) {
   const std::string& task = im.config.data.task;
+  if (a.by_length) throw std::invalid_argument("eval: --by-length scores translations; this model was trained with data.task = \"" + task + "\"");
   if (a.input.empty() || !a.src.empty() || !a.ref.empty())
     throw std::invalid_argument("eval: a model trained with data.task = \"" + task + "\" takes --input FILE (" +
                                 (task == "classify" ? "label<TAB>text lines" : "one sentence per line") + "), not --src/--ref");
@@ -118,6 +141,8 @@ Command add_eval_command(CLI::App& app) {
                   "Beam search length penalty alpha (default: the config's train.valid_length_penalty, which "
                   "tune-beam picks on the valid set; never tune it on the test set)")
       ->check(length_penalty_check());
+  cmd->add_flag("--by-length", a->by_length,
+                "Translation: also BLEU and chrF of the test sentences in buckets of source length (1-10, 11-15, 16-20, 21-30, 31+ tokens)");
   add_precision_option(cmd, a->precision);
   return {cmd, [a] { return run_eval(*a); }};
 }

@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <numeric>
 
+#include "autograd/check.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
 #include "data/batcher.h"
+#include "train/eval/chrf.h"
 
 namespace sf::train {
 
@@ -70,6 +72,32 @@ BleuResult evaluate_bleu(nn::Model& model, const Tokenizers& tok,
   BleuResult r = corpus_bleu(hyps, references, bleu_tokenize);
   if (hypotheses) *hypotheses = std::move(hyps);
   return r;
+}
+
+std::vector<LengthBucket> bleu_by_source_length(const std::vector<std::string>& hypotheses,
+                                                const std::vector<std::string>& references,
+                                                const std::vector<std::int64_t>& source_lengths,
+                                                const std::vector<std::int64_t>& edges, const std::string& bleu_tokenize) {
+  SF_EXPECT(hypotheses.size() == references.size() && references.size() == source_lengths.size(),
+            "bleu_by_source_length: expected as many hypotheses, references and lengths, got ", hypotheses.size(), ", ",
+            references.size(), ", ", source_lengths.size());
+  SF_EXPECT(std::is_sorted(edges.begin(), edges.end()) && (edges.empty() || edges.front() > 1),
+            "bleu_by_source_length: expected ascending bucket edges above 1");
+  std::vector<LengthBucket> buckets;
+  std::int64_t first = 1;
+  for (std::size_t b = 0; b <= edges.size(); ++b) {
+    const std::int64_t last = b < edges.size() ? edges[b] - 1 : -1;
+    std::vector<std::string> hyps, refs;
+    for (std::size_t i = 0; i < hypotheses.size(); ++i)
+      if ((b == 0 || source_lengths[i] >= first) && (last < 0 || source_lengths[i] <= last))  // (an empty source: the first)
+        hyps.push_back(hypotheses[i]), refs.push_back(references[i]);
+    LengthBucket bucket{first, last, static_cast<std::int64_t>(hyps.size()), 0, 0};
+    if (!hyps.empty())
+      bucket.bleu = corpus_bleu(hyps, refs, bleu_tokenize).score, bucket.chrf = corpus_chrf(hyps, refs).score;
+    buckets.push_back(bucket);
+    if (b < edges.size()) first = edges[b];
+  }
+  return buckets;
 }
 
 }  // namespace sf::train

@@ -48,4 +48,19 @@ std::vector<std::string> translate_all(const nn::Model& model, const Tokenizers&
                                        const std::vector<std::vector<std::int64_t>>& src, const DecodeOptions& options,
                                        std::int64_t sentences_per_batch = kSentencesPerBatch);
 
+// BLEU by source length: the test sentences cut into buckets by their source length in tokens
+// (`edges` the first length of each bucket after the first, ascending: {11, 16, 21, 31} gives
+// 1-10, 11-15, 16-20, 21-30, 31+), each bucket scored as a corpus of its own. How a model copes
+// with long sentences: the fixed-vector bottleneck of a recurrent model without attention falls
+// fastest as they grow (`eval --by-length`).
+struct LengthBucket {
+  std::int64_t first = 0, last = 0;  // source lengths in the bucket (last = -1: no upper end)
+  std::int64_t sentences = 0;
+  double bleu = 0, chrf = 0;         // 0 for an empty bucket
+};
+std::vector<LengthBucket> bleu_by_source_length(const std::vector<std::string>& hypotheses,
+                                                const std::vector<std::string>& references,
+                                                const std::vector<std::int64_t>& source_lengths,
+                                                const std::vector<std::int64_t>& edges, const std::string& bleu_tokenize);
+
 }  // namespace sf::train

@@ -78,6 +78,8 @@ int run_autograd_demo(const DemoOptions& options, std::ostream& out);         //
 int run_permutation_demo(const DemoOptions& options, std::ostream& out);      // demo_permutation.cpp
 int run_collapse_demo(const DemoOptions& options, std::ostream& out);         // demo_collapse.cpp
 int run_scaling_demo(const DemoOptions& options, std::ostream& out);          // demo_scaling.cpp
+int run_path_length_demo(const DemoOptions& options, std::ostream& out);      // demo_path_length.cpp
+int run_parallel_demo(const DemoOptions& options, std::ostream& out);         // demo_parallel.cpp
 int run_lookup_demo(const DemoOptions& options, std::ostream& out);           // demo_lookup.cpp
 int run_rope_demo(const DemoOptions& options, std::ostream& out);             // demo_rope.cpp
 int run_gqa_demo(const DemoOptions& options, std::ostream& out);              // demo_gqa.cpp

@@ -17,6 +17,10 @@ namespace fs = std::filesystem;
 
 const std::vector<Demo>& demos() {
   static const std::vector<Demo> all = {
+      {"path-length", "a recurrent network's gradient shrinks geometrically with distance; self-attention reaches every token in one step",
+       run_path_length_demo},
+      {"parallel", "an LSTM's T positions are a chain of T dependent steps; self-attention's chain is the same at every length",
+       run_parallel_demo},
       {"autograd", "tensors and autograd at work: y = sum(relu(x @ w)) forward and backward, dy/dw = x^T [x @ w > 0]",
        run_autograd_demo},
       {"permutation", "without positions self-attention is permutation-equivariant; sinusoidal or RoPE positions break it",

@@ -51,7 +51,7 @@ const std::set<std::string> kTestedEntries = {
     "unary", "reduce", "shape", "attention_tiled", "embedding", "linear", "attention_no_mask", "attention_padding_mask",
     "attention_causal_mask", "attention_alibi", "multi_head", "gqa", "mqa", "relative_attention", "positions",
     "feed_forward", "layer_norm", "rms_norm", "encoder_layer", "decoder_layer", "model", "cross_entropy",
-    "label_smoothed_loss", "encoder_only", "decoder_only",
+    "label_smoothed_loss", "encoder_only", "decoder_only", "lstm_cell", "additive_attention",
     // the exercise entries of train/classroom/exercise_checks.cpp, run by tests/test_exercises.cpp
     "scaled_dot_product", "masks", "sinusoidal", "rope", "kv_cache", "greedy"};
 // The topics `--module` takes besides the entry names.

@@ -20,11 +20,11 @@ struct RnnSeq2Seq::Step {
 
 namespace {
 
+// validate() checks what an rnn config needs (ModelConfig::validate_rnn: an even d_model, ...);
+// the architecture is checked here.
 const ModelConfig& validated_rnn(const ModelConfig& cfg) {
   cfg.validate();
   SF_EXPECT(cfg.arch == Arch::Rnn, "RnnSeq2Seq: expected model.arch rnn, got ", arch_name(cfg.arch));
-  SF_EXPECT(cfg.d_model > 0 && cfg.d_model % 2 == 0, "RnnSeq2Seq: expected an even d_model (the encoder's two directions "
-            "get d_model/2 units each), got ", cfg.d_model);
   return cfg;
 }
 

@@ -38,6 +38,7 @@
 #include "test_util.h"
 #include "train/bench/bench.h"
 #include "train/bench/generation_bench.h"
+#include "train/bench/rnn_bench.h"
 #include "train/config.h"
 #include "train/optim/optim.h"
 #include "train/setup.h"
@@ -138,7 +139,7 @@ std::string describe(const std::map<GemmKey, std::int64_t>& calls) {
 
 // Every field of the JSON line, in the order printed; tools/bench_pytorch.py prints them too.
 const std::vector<std::string> kJsonFields = {
-    "tool", "config", "cpu", "threads", "load_avg_start", "load_avg_end", "batch", "src_len", "tgt_len", "vocab",
+    "tool", "config", "cpu", "blas_core", "threads", "load_avg_start", "load_avg_end", "batch", "src_len", "tgt_len", "vocab",
     "params", "flops_forward", "flops_step", "warmup", "steps", "step_ms", "step_ms_min", "step_ms_max", "loss",
     "tokens_per_s", "gflops", "sgemm_shape", "sgemm_gflops", "mfu", "gemm_calls", "floor_ms", "step_over_floor",
     "rss_start_mib", "rss_peak_mib", "decode_model", "decode_sentences", "greedy_cache_sent_per_s",
@@ -356,6 +357,73 @@ TEST_CASE("bench pytorch script prints the same fields", "[bench]") {
   REQUIRE(in);
   const std::string script{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
   for (const std::string& field : kJsonFields) {
+    INFO("field " << field);
+    CHECK_THAT(script, Catch::Contains("\"" + field + "\""));
+  }
+}
+
+// The JSON line of an rnn config (run_rnn_bench), in the order printed; tools/bench_pytorch_rnn.py
+// prints them too.
+const std::vector<std::string> kRnnJsonFields = {
+    "tool", "mode", "config", "cpu", "blas_core", "threads", "load_avg_start", "load_avg_end", "params", "batch",
+    "length", "warmup", "steps", "step_ms", "step_ms_min", "step_ms_max", "loss", "tokens_per_s", "rss_peak_mib"};
+// Then fields with no PyTorch counterpart, or printed later by the script.
+const std::vector<std::string> kRnnOwnJsonFields = {
+    "transformer_params", "rows", "decode_sentences", "greedy_sent_per_s", "beam4_sent_per_s",
+    "greedy_nocache_sent_per_s", "beam4_nocache_sent_per_s", "greedy_tokens", "beam4_tokens", "decode_batch"};
+
+TEST_CASE("bench on an rnn config: the step, a row per length beside a Transformer of the same width, decoding",
+          "[bench][recurrent]") {
+  TempDir tmp;
+  const train::Config cfg = train::load_config(
+      kSourceDir + "/configs/reverse.toml",
+      {"run.dir=" + tmp.path.string(), "run.attention_snapshots=false", "model.arch=rnn", "model.d_model=16", "model.encoder_layers=1",
+       "model.decoder_layers=1", "model.dropout=0.1"});
+  train::BenchOptions opt;
+  opt.steps = 1;
+  opt.warmup = 0;
+  opt.batch = 4;
+  opt.length = 8;  // a budget of 32 target tokens per step
+  opt.rnn_lengths = {4, 8, 16};
+  opt.decode_sentences = 3;
+
+  // the Transformer it is compared with: same width and depth
+  const train::ModelSection twin = train::transformer_twin(cfg.model);
+  CHECK(twin.arch == "encoder-decoder");
+  CHECK(twin.d_model == 16);
+  CHECK(twin.d_ff == 64);
+  CHECK(twin.encoder_layers == 1);
+  CHECK(twin.decoder_layers == 1);
+
+  const std::string out = capture_stdout([&] { REQUIRE(train::run_rnn_bench(cfg, opt) == 0); });
+  CHECK_THAT(out, Catch::Contains("Transformer ms") && Catch::Contains("greedy, state") &&
+                      Catch::Contains("beam 4, no cache"));
+  const std::string last_line = out.substr(out.rfind('\n', out.size() - 2) + 1);
+  const nlohmann::ordered_json j = nlohmann::ordered_json::parse(last_line);
+  std::size_t i = 0;
+  for (auto it = j.begin(); it != j.end() && i < kRnnJsonFields.size(); ++it, ++i) CHECK(it.key() == kRnnJsonFields[i]);
+  for (const std::string& field : kRnnOwnJsonFields) {
+    INFO("field " << field);
+    CHECK(j.contains(field));
+  }
+  CHECK(j.size() == kRnnJsonFields.size() + kRnnOwnJsonFields.size());
+  REQUIRE(j["rows"].size() == 3);
+  const std::vector<std::int64_t> batches{8, 4, 2};  // 32 / T
+  for (std::size_t r = 0; r < 3; ++r) {
+    CHECK(j["rows"][r]["T"] == opt.rnn_lengths[r]);
+    CHECK(j["rows"][r]["batch"] == batches[r]);
+    CHECK(j["rows"][r]["rnn_step_ms"].get<double>() > 0);
+    CHECK(j["rows"][r]["transformer_step_ms"].get<double>() > 0);
+  }
+  CHECK(j["decode_sentences"] == 3);
+  CHECK(j["greedy_tokens"].get<std::int64_t>() > 0);
+  CHECK(j["params"].get<std::int64_t>() > 0);
+  CHECK(fs::exists(tmp.path / "bench-decode-sources.txt"));  // for tools/bench_pytorch_rnn.py
+
+  std::ifstream in(kSourceDir + "/tools/bench_pytorch_rnn.py");
+  REQUIRE(in);
+  const std::string script{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  for (const std::string& field : kRnnJsonFields) {
     INFO("field " << field);
     CHECK_THAT(script, Catch::Contains("\"" + field + "\""));
   }

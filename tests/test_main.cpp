@@ -6,6 +6,7 @@
 #include <cstring>
 #include <iostream>
 
+#include "autograd/runtime/blas_core.h"
 #include "autograd/runtime/threads.h"
 
 namespace {
@@ -25,6 +26,7 @@ int list_labels() {
 }  // namespace
 
 int main(int argc, char* argv[]) {
+  sf::restart_with_native_blas(argv);  // the kernels the program will use (blas_core.h)
   if (argc == 2 && std::strcmp(argv[1], "--list-labels") == 0) return list_labels();
   sf::init_threads();
   return Catch::Session().run(argc, argv);

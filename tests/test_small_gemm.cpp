@@ -1,4 +1,5 @@
-// Tests for small_gemm (the per-slice kernel of batched matmul) against matmul_naive.
+// Tests for small_gemm (the per-slice kernel of batched matmul) against matmul_naive, and for the
+// OpenBLAS kernel the programs run (blas_core.h).
 //
 // Letters: M rows of a, K the shared dim, N columns of b; a: (..., M, K) @ b: (..., K, N).
 // Tags: [matmul] on all; [reference] where the fast kernel is checked against the naive loop;
@@ -6,9 +7,12 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "autograd/kernels.h"
+#include "autograd/runtime/blas_core.h"
 #include "autograd/runtime/small_gemm.h"
 #include "autograd/runtime/threads.h"
 #include "test_util.h"
@@ -84,4 +88,23 @@ TEST_CASE("batched matmul of small slices passes gradcheck", "[matmul][grad]") {
   Generator gen(14);
   const Tensor a = test::grad_input({2, 3, 4, 5}, gen), b = test::grad_input({2, 3, 5, 2}, gen);
   test::require_gradcheck([](const std::vector<Tensor>& x) { return matmul(x[0], x[1]); }, {a, b});
+}
+
+TEST_CASE("OpenBLAS runs a kernel of this CPU, not its generic fallback", "[matmul]") {
+  // the rule of blas_core.h: a pre-AVX2 kernel is replaced on a CPU that has AVX2 or AVX-512
+  CHECK(sf::better_blas_core("SkylakeX").empty());
+  CHECK(sf::better_blas_core("Haswell").empty());
+  CHECK(sf::better_blas_core("Zen").empty());
+  const std::string instead = sf::better_blas_core("Prescott");
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+      __builtin_cpu_supports("avx512vl"))
+    CHECK(instead == "SkylakeX");
+  else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    CHECK(instead == "Haswell");
+  else
+    CHECK(instead.empty());
+  // this test program restarted itself if it had to (test_main.cpp): its kernel is not a fallback
+  // with a better one available, unless the user chose it with OPENBLAS_CORETYPE
+  INFO("OpenBLAS kernel: " << sf::blas_core_report());
+  if (std::getenv("OPENBLAS_CORETYPE") == nullptr) CHECK(sf::better_blas_core(sf::blas_core_name()).empty());
 }

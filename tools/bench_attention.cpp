@@ -41,6 +41,7 @@
 #include "autograd/generator.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
+#include "autograd/runtime/blas_core.h"
 #include "autograd/runtime/threads.h"
 
 namespace {
@@ -101,6 +102,7 @@ Measurement measure(const std::function<void()>& prepare, const std::function<vo
 }  // namespace
 
 int main(int argc, char* argv[]) {
+  sf::restart_with_native_blas(argv);
   const int runs = argc > 1 ? std::max(1, std::atoi(argv[1])) : 5;
   const std::int64_t block = argc > 2 ? std::max(1, std::atoi(argv[2])) : 64;
   mallopt(M_MMAP_THRESHOLD, kMmapThreshold);

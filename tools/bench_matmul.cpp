@@ -22,6 +22,7 @@
 #include "autograd/generator.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
+#include "autograd/runtime/blas_core.h"
 #include "autograd/runtime/threads.h"
 
 namespace {
@@ -47,6 +48,7 @@ double gflops(std::int64_t n, double seconds) { return 2.0 * n * n * n / seconds
 }  // namespace
 
 int main(int argc, char* argv[]) {
+  sf::restart_with_native_blas(argv);
   const int runs = argc > 1 ? std::max(1, std::atoi(argv[1])) : 20;
   sf::init_threads();
   sf::NoGradGuard no_grad;

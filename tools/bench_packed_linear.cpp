@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "autograd/runtime/bf16.h"
+#include "autograd/runtime/blas_core.h"
 #include "autograd/runtime/cpu_features.h"
 #include "autograd/runtime/packed_linear.h"
 #include "autograd/runtime/threads.h"
@@ -46,6 +47,7 @@ double best_seconds(int runs, F&& f) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  sf::restart_with_native_blas(argv);
   const char* usage = "usage: bench_packed_linear [runs]   (timed runs per product, a whole number >= 1; default 30)";
   if (argc > 2) {
     std::fprintf(stderr, "bench_packed_linear: expected at most one argument (runs), got %d; %s\n", argc - 1, usage);

@@ -9,6 +9,12 @@ bf16_settings and settings). Needs nothing beyond Debian's python3-torch (Python
     /usr/bin/python3 tools/bench_pytorch.py --config configs/bench.toml [--steps N] [--warmup N]
         [--decode-sentences N] [--json]
 
+A config with model.arch = "rnn" (configs/bench-rnn.toml) is handed to tools/bench_pytorch_rnn.py:
+tools/torch_model.py's RnnSeq2Seq (torch.nn.LSTM, dropout where the C++ has it) timed with the same step
+and thread settings, a length table (T = 8 ... 128, 1536 target tokens per step), greedy and beam 4
+with the recurrent state as the cache, and no bf16 part; its header says the rest. What follows is the
+Transformer's.
+
 The model (read from the config's [model], [data] and [train] sections, so it is the one
 scratchformer benchmarks): nn.TransformerEncoder / nn.TransformerDecoder built from
 nn.TransformerEncoderLayer / nn.TransformerDecoderLayer, post-LN (norm_first=False), ReLU,
@@ -105,11 +111,25 @@ def load_config(path):
         if model[key] != value:
             sys.exit(f"bench_pytorch: {path}: model.{key} is {model[key]!r}; this script builds the reference "
                      f"model only ({key} = {value!r})")
-    train = dict(seed=t.get("seed", 1), lr=t.get("lr", 1.0), beta1=t.get("beta1", 0.9), beta2=t.get("beta2", 0.98),
-                 eps=t.get("eps", 1e-9), label_smoothing=t.get("label_smoothing", 0.1),
-                 clip_norm=t.get("clip_norm", 1.0))
-    run_dir = os.path.normpath(os.path.join(base, r.get("dir", ".")))
-    return model, train, run_dir
+    return model, train_section(t), run_dir_of(base, r)
+
+
+def train_section(t):
+    """[train] -> what one step reads: the seed, Adam's settings, label smoothing, the clip norm."""
+    return dict(seed=t.get("seed", 1), lr=t.get("lr", 1.0), beta1=t.get("beta1", 0.9), beta2=t.get("beta2", 0.98),
+                eps=t.get("eps", 1e-9), label_smoothing=t.get("label_smoothing", 0.1),
+                clip_norm=t.get("clip_norm", 1.0))
+
+
+def run_dir_of(base, r):
+    """run.dir, relative to the config's directory base."""
+    return os.path.normpath(os.path.join(base, r.get("dir", ".")))
+
+
+def config_arch(path):
+    """The config's model.arch (the encoder-decoder unless it says otherwise)."""
+    with open(path, "rb") as f:
+        return tomllib.load(f).get("model", {}).get("arch", "encoder-decoder")
 
 
 # ---- FLOPs and the sgemm list (train/bench/bench.cpp's, line for line) ---------------------------
@@ -227,6 +247,39 @@ def cpu_flags():
     return set()
 
 
+# OpenBLAS's kernels for CPUs without AVX2. Debian's OpenBLAS is built with DYNAMIC_ARCH and picks
+# its kernel while it loads, from CPUID's family and model; on a CPU newer than the library it
+# falls back to one of these (SSE3 "Prescott"), and torch's float32 matrix products go through it
+# too. The rule is scratchformer's own (autograd/runtime/blas_core.h): unless OPENBLAS_CORETYPE is
+# set, a CPU with AVX-512 asks for "SkylakeX", one with AVX2 and FMA for "Haswell", so both sides
+# of the comparison run the same kernel.
+PRE_AVX2_CORES = {"Prescott", "Core2", "Penryn", "Dunnington", "Nehalem", "Atom", "Sandybridge", "Barcelona",
+                  "Bobcat", "Bulldozer", "Piledriver", "Unknown"}
+
+
+def openblas_core():
+    """The kernel OpenBLAS chose in this process (the BLAS torch loaded, libblas.so.3), or "unknown"."""
+    for name in ("libblas.so.3", "libopenblas.so.0"):
+        try:
+            lib = ctypes.CDLL(name)
+            lib.openblas_get_corename.restype = ctypes.c_char_p
+            return lib.openblas_get_corename().decode()
+        except (OSError, AttributeError):
+            continue
+    return "unknown"
+
+
+def use_native_blas():
+    """Before the workers start: sets OPENBLAS_CORETYPE as scratchformer does for itself (above)."""
+    if "OPENBLAS_CORETYPE" in os.environ or openblas_core() not in PRE_AVX2_CORES:
+        return
+    flags = cpu_flags()
+    if {"avx512f", "avx512bw", "avx512dq", "avx512vl"} <= flags:
+        os.environ["OPENBLAS_CORETYPE"] = "SkylakeX"
+    elif {"avx2", "fma"} <= flags:
+        os.environ["OPENBLAS_CORETYPE"] = "Haswell"
+
+
 def bf16_unit(flags):
     """The CPU's bf16 unit: "amx-bf16", "avx512-bf16", or None (no bf16 instructions)."""
     if {"amx_bf16", "amx_tile"} <= flags:
@@ -252,6 +305,100 @@ def rounded(x, digits):
 
 def fixed(x, digits):
     return "-" if x is None or not math.isfinite(x) else f"{x:.{digits}f}"
+
+
+# ---- decoding: scratchformer's rules (train/eval/decode.cpp), for any model stepped one token at a time
+
+def limit_of(length, max_len):
+    """scratchformer's max_target_length: ceil(1.5 S) + 10 tokens for a source of S, within max_len - 1."""
+    return min(max(math.ceil(1.5 * length) + 10, 1), max_len - 1)
+
+
+def allowed(logits):
+    """logits (R,V) -> the same, in place, with pad and BOS never chosen."""
+    logits[:, PAD] = float("-inf")
+    logits[:, BOS] = float("-inf")
+    return logits
+
+
+def padded_batches(torch, sources):
+    """Lists of ids -> (their indices, src (B,S) padded with PAD), DECODE_BATCH at a time, sorted by
+    length (stable, as translate_all)."""
+    order = sorted(range(len(sources)), key=lambda i: len(sources[i]))
+    for start in range(0, len(order), DECODE_BATCH):
+        index = order[start:start + DECODE_BATCH]
+        rows = [sources[i] for i in index]
+        width = max(len(r) for r in rows)
+        yield index, torch.tensor([r + [PAD] * (width - len(r)) for r in rows])
+
+
+def greedy_search(B, limits, next_logits):
+    """Greedy decoding of B rows; limits: each row's limit_of. next_logits(prefixes) -> logits (B,V) for
+    the token after each row's prefix (BOS, then what was chosen). A row stops at EOS or at its limit;
+    a finished row steps on with the batch, its output frozen. -> B lists of ids, without BOS and EOS."""
+    prefixes, out, done = [[BOS] for _ in range(B)], [[] for _ in range(B)], [False] * B
+    for _ in range(max(limits)):
+        best = allowed(next_logits(prefixes)).argmax(1).tolist()
+        for b in range(B):
+            if not done[b]:
+                if best[b] == EOS:
+                    done[b] = True
+                else:
+                    out[b].append(best[b])
+                    done[b] = len(out[b]) >= limits[b]
+            prefixes[b].append(best[b])
+        if all(done):
+            break
+    return out
+
+
+def beam_search(B, K, limits, next_logits, reorder, alpha=1.0):
+    """Beam search of width K for B sentences, rows b K .. b K + K - 1 the beams of sentence b (only
+    row b K alive at first). next_logits(prefixes) -> logits (B K,V), as greedy_search's; after each
+    step reorder(from_row) makes row r's cache the one of row from_row[r]. Hypotheses are ranked by
+    log-probability / length^alpha (EOS counted in the length). -> B lists of ids, each sentence's best."""
+    import torch
+    prefixes = [[BOS] for _ in range(B * K)]
+    scores = torch.full((B * K,), float("-inf"))
+    scores[::K] = 0.0
+    finished, done = [[] for _ in range(B)], [False] * B
+    for t in range(max(limits)):
+        logp = allowed(torch.log_softmax(next_logits(prefixes), -1))
+        V = logp.size(1)
+        norm = (t + 1) ** alpha
+        top_v, top_i = (scores.unsqueeze(1) + logp).view(B, K * V).topk(2 * K, dim=1)
+        top_v, top_i = top_v.tolist(), top_i.tolist()
+        from_row, token, new_scores = list(range(B * K)), [EOS] * (B * K), [float("-inf")] * (B * K)
+        for b in range(B):
+            if done[b]:
+                continue
+            alive = 0
+            for i in range(2 * K):
+                total = top_v[b][i]
+                if total == float("-inf") or alive == K:
+                    break
+                row, v = b * K + top_i[b][i] // V, top_i[b][i] % V
+                if v == EOS:
+                    if i < K:
+                        finished[b].append((total / norm, prefixes[row][1:]))
+                    continue
+                from_row[b * K + alive], token[b * K + alive], new_scores[b * K + alive] = row, v, total
+                alive += 1
+            if t + 1 >= limits[b]:
+                for k in range(alive):
+                    r = b * K + k
+                    finished[b].append((new_scores[r] / norm, prefixes[from_row[r]][1:] + [token[r]]))
+                done[b] = True
+            elif len(finished[b]) >= K or alive == 0:
+                done[b] = True
+            if done[b]:
+                new_scores[b * K:(b + 1) * K] = [float("-inf")] * K
+        if all(done):
+            break
+        prefixes = [prefixes[from_row[r]] + [token[r]] for r in range(B * K)]
+        scores = torch.tensor(new_scores)
+        reorder(from_row)
+    return [max(f, key=lambda x: x[0])[1] if f else [] for f in finished]
 
 
 # ---- workers (run in subprocesses: the environment is set before torch is imported) --------
@@ -411,7 +558,7 @@ def worker_train(args):
         params=params, flops=flops, step_s=step_s, step_min_s=min(times), step_max_s=max(times), loss=loss,
         sgemm_shape=gemm_shape_str(largest), sgemm_gflops=gemm_flops(largest) / largest[5] / sgemm_s / 1e9,
         floor_s=floor_s, floor_overhead_s=overhead_s, gemm_calls=calls, rss_start=rss_start, rss_peak=rss_peak,
-        torch_version=torch.__version__)))
+        torch_version=torch.__version__, blas_core=openblas_core())))
 
 
 def worker_decode(args):
@@ -430,9 +577,6 @@ def worker_decode(args):
     F = torch.nn.functional
     D, H = m["d_model"], m["n_heads"]
     Dh = D // H
-
-    def limit_of(length):  # scratchformer's max_target_length: ceil(1.5 S) + 10, within max_len - 1
-        return min(max(math.ceil(1.5 * length) + 10, 1), m["max_len"] - 1)
 
     def heads(x):  # (B,T,D) -> (B,H,T,Dh)
         return x.view(x.size(0), x.size(1), H, Dh).transpose(1, 2)
@@ -468,11 +612,6 @@ def worker_decode(args):
             return decode_step(last, len(prefixes[0]) - 1, pad, cache)
         return model.decode(torch.tensor(prefixes), memory, pad)[:, -1]  # every position projected, as scratchformer
 
-    def allowed(logits):
-        logits[:, PAD] = float("-inf")
-        logits[:, BOS] = float("-inf")
-        return logits
-
     def new_cache():
         return [dict(k=None, v=None, mk=None, mv=None) for _ in model.decoder.layers]
 
@@ -488,94 +627,42 @@ def worker_decode(args):
         return memory, pad, cache
 
     def greedy(src, use_cache, clock):  # clock: prefill and decode seconds, added to
-        B = src.size(0)
-        limits = [limit_of(int(n)) for n in (src != PAD).sum(1)]
+        limits = [limit_of(int(n), m["max_len"]) for n in (src != PAD).sum(1)]
         t0 = time.perf_counter()
         memory, pad, cache = prefill(src, 1, use_cache)
         t1 = time.perf_counter()
-        prefixes, out, done = [[BOS] for _ in range(B)], [[] for _ in range(B)], [False] * B
-        for _ in range(max(limits)):
-            best = allowed(next_logits(prefixes, memory, pad, cache, use_cache)).argmax(1).tolist()
-            for b in range(B):
-                if not done[b]:
-                    if best[b] == EOS:
-                        done[b] = True
-                    else:
-                        out[b].append(best[b])
-                        done[b] = len(out[b]) >= limits[b]
-                prefixes[b].append(best[b])
-            if all(done):
-                break
+        out = greedy_search(src.size(0), limits, lambda prefixes: next_logits(prefixes, memory, pad, cache, use_cache))
         clock["prefill"] += t1 - t0
         clock["decode"] += time.perf_counter() - t1
         return out
 
-    def beam_search(src, K, use_cache, clock, alpha=1.0):  # clock: prefill and decode seconds, added to
-        B = src.size(0)
-        limits = [limit_of(int(n)) for n in (src != PAD).sum(1)]
+    def beam_decode(src, K, use_cache, clock):  # clock: prefill and decode seconds, added to
+        limits = [limit_of(int(n), m["max_len"]) for n in (src != PAD).sum(1)]
         t0 = time.perf_counter()
         memory, pad, cache = prefill(src, K, use_cache)
         t1 = time.perf_counter()
-        prefixes = [[BOS] for _ in range(B * K)]
-        scores = torch.full((B * K,), float("-inf"))
-        scores[::K] = 0.0
-        finished, done = [[] for _ in range(B)], [False] * B
-        for t in range(max(limits)):
-            logp = allowed(torch.log_softmax(next_logits(prefixes, memory, pad, cache, use_cache), -1))
-            V = logp.size(1)
-            norm = (t + 1) ** alpha
-            top_v, top_i = (scores.unsqueeze(1) + logp).view(B, K * V).topk(2 * K, dim=1)
-            top_v, top_i = top_v.tolist(), top_i.tolist()
-            from_row, token, new_scores = list(range(B * K)), [EOS] * (B * K), [float("-inf")] * (B * K)
-            for b in range(B):
-                if done[b]:
-                    continue
-                alive = 0
-                for i in range(2 * K):
-                    total = top_v[b][i]
-                    if total == float("-inf") or alive == K:
-                        break
-                    row, v = b * K + top_i[b][i] // V, top_i[b][i] % V
-                    if v == EOS:
-                        if i < K:
-                            finished[b].append((total / norm, prefixes[row][1:]))
-                        continue
-                    from_row[b * K + alive], token[b * K + alive], new_scores[b * K + alive] = row, v, total
-                    alive += 1
-                if t + 1 >= limits[b]:
-                    for k in range(alive):
-                        r = b * K + k
-                        finished[b].append((new_scores[r] / norm, prefixes[from_row[r]][1:] + [token[r]]))
-                    done[b] = True
-                elif len(finished[b]) >= K or alive == 0:
-                    done[b] = True
-                if done[b]:
-                    new_scores[b * K:(b + 1) * K] = [float("-inf")] * K
-            if all(done):
-                break
-            prefixes = [prefixes[from_row[r]] + [token[r]] for r in range(B * K)]
-            scores = torch.tensor(new_scores)
+
+        def reorder(from_row):  # the self-attention cache follows its hypotheses
             if use_cache:
                 index = torch.tensor(from_row)
                 for c in cache:
                     c["k"], c["v"] = c["k"].index_select(0, index), c["v"].index_select(0, index)
+
+        out = beam_search(src.size(0), K, limits, lambda prefixes: next_logits(prefixes, memory, pad, cache, use_cache),
+                          reorder)
         clock["prefill"] += t1 - t0
         clock["decode"] += time.perf_counter() - t1
-        return [max(f, key=lambda x: x[0])[1] if f else [] for f in finished]
+        return out
 
-    def time_decoding(beam, use_cache):
-        order = sorted(range(len(sources)), key=lambda i: len(sources[i]))  # stable, as translate_all
+    def time_decoding(beam_size, use_cache):
         seconds, tokens, outputs, clock = 0.0, 0, {}, dict(prefill=0.0, decode=0.0)
-        for start in range(0, len(order), DECODE_BATCH):
-            rows = [sources[i] for i in order[start:start + DECODE_BATCH]]
-            width = max(len(r) for r in rows)
-            src = torch.tensor([r + [PAD] * (width - len(r)) for r in rows])
+        for index, src in padded_batches(torch, sources):
             t0 = time.perf_counter()
             with torch.no_grad():
-                out = greedy(src, use_cache, clock) if beam == 1 else beam_search(src, beam, use_cache, clock)
+                out = greedy(src, use_cache, clock) if beam_size == 1 else beam_decode(src, beam_size, use_cache, clock)
             seconds += time.perf_counter() - t0
             tokens += sum(len(o) for o in out)
-            outputs.update(zip(order[start:start + DECODE_BATCH], map(tuple, out)))
+            outputs.update(zip(index, map(tuple, out)))
         return dict(seconds=seconds, prefill_seconds=clock["prefill"], decode_seconds=clock["decode"],
                     sentences=len(sources), tokens=tokens), outputs
 
@@ -610,9 +697,11 @@ def worker_decode(args):
 
 # ---- the parent: settings, the best one, the report -----------------------------------------
 
-def run_worker(args, kind, torch_threads, blas_threads, probe=False, bf16=False):
+def run_worker(args, kind, torch_threads, blas_threads, probe=False, bf16=False, script=__file__):
+    """Runs a worker of `script` (this file, or bench_pytorch_rnn.py, which takes the same options) in a
+    fresh process -> the JSON of its last stdout line."""
     env = dict(os.environ, OPENBLAS_NUM_THREADS=str(blas_threads))
-    cmd = [sys.executable, os.path.abspath(__file__), "--config", args.config, "--worker", kind,
+    cmd = [sys.executable, os.path.abspath(script), "--config", args.config, "--worker", kind,
            "--torch-threads", str(torch_threads), "--steps", str(args.steps), "--warmup", str(args.warmup),
            "--batch", str(args.batch), "--length", str(args.length), "--decode-sentences", str(args.decode_sentences)]
     cmd += ["--probe"] if probe else []
@@ -624,8 +713,9 @@ def run_worker(args, kind, torch_threads, blas_threads, probe=False, bf16=False)
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def make_parser(description, workers):
+    """The command line (bench_pytorch_rnn.py's too); workers: the hidden --worker's choices."""
+    p = argparse.ArgumentParser(description=description)
     p.add_argument("--config", required=True, help="the benchmark config, e.g. configs/bench.toml")
     p.add_argument("--steps", type=int, default=20, help="timed training steps, the median is reported (default 20)")
     p.add_argument("--warmup", type=int, default=3, help="untimed steps first (default 3)")
@@ -634,17 +724,25 @@ def main():
     p.add_argument("--json", action="store_true", help="print only the JSON line")
     p.add_argument("--batch", type=int, default=64, help=argparse.SUPPRESS)  # the reference: keep 64 x 24
     p.add_argument("--length", type=int, default=24, help=argparse.SUPPRESS)
-    p.add_argument("--worker", choices=["train", "decode"], help=argparse.SUPPRESS)
+    p.add_argument("--worker", choices=workers, help=argparse.SUPPRESS)
     p.add_argument("--torch-threads", type=int, default=1, help=argparse.SUPPRESS)
     p.add_argument("--probe", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--bf16", action="store_true", help=argparse.SUPPRESS)
-    args = p.parse_args()
+    return p
+
+
+def main():
+    args = make_parser(__doc__.split("\n")[0], ["train", "decode"]).parse_args()
     if args.steps < 1 or args.warmup < 0 or args.decode_sentences < 0:
         sys.exit("bench_pytorch: --steps must be >= 1, --warmup and --decode-sentences >= 0")
     if args.worker == "train":
         return worker_train(args)
     if args.worker == "decode":
         return worker_decode(args)
+    use_native_blas()
+    if config_arch(args.config) == "rnn":  # the recurrent model: its own module, tools/bench_pytorch_rnn.py
+        import bench_pytorch_rnn
+        return bench_pytorch_rnn.run(args)
 
     m, t, run_dir = load_config(args.config)
     load_start = os.getloadavg()[0]
@@ -695,7 +793,8 @@ def main():
         return rounded(bf16[key] * 1e3, 2) if bf16 else None
 
     j = {
-        "tool": "pytorch", "config": args.config, "cpu": cpu_model(), "threads": best["torch_threads"],
+        "tool": "pytorch", "config": args.config, "cpu": cpu_model(), "blas_core": best["blas_core"],
+        "threads": best["torch_threads"],
         "load_avg_start": rounded(load_start, 2), "load_avg_end": rounded(load_end, 2),
         "batch": args.batch, "src_len": args.length, "tgt_len": args.length, "vocab": m["vocab"],
         "params": best["params"], "flops_forward": float(f["forward"]), "flops_step": float(f["total"]),
@@ -734,6 +833,9 @@ def main():
                f"machine   {cpu_model()}, best of torch threads x OpenBLAS threads {tried}: "
                f"{best['torch_threads']}x{best['blas_threads']}; load average {fixed(load_start, 2)} at the start, "
                f"{fixed(load_end, 2)} at the end",
+               f"BLAS      OpenBLAS {best['blas_core']}" + (f" (OPENBLAS_CORETYPE set: OpenBLAS chose its generic "
+                                                             f"{openblas_core()} for this CPU)"
+                                                             if best['blas_core'] != openblas_core() else ""),
                f"model     D {m['d_model']}, H {m['n_heads']}, F {m['d_ff']}, layers {m['encoder_layers']}+"
                f"{m['decoder_layers']}, V {m['vocab']}, relu, post-layernorm, dropout {m['dropout']}, shared, tied "
                f"embeddings; {best['params']} parameters",

@@ -903,9 +903,12 @@ class RnnSeq2Seq(nn.Module):
     query_proj, key_proj and score_v (D) (additive; key_proj alone for general), combine (2D or D -> D,
     with bias), out_proj (D -> V, with bias). score_v, the model's own parameter, lists first in
     state_dict(), as in a Scratchformer checkpoint: both list a module's own parameters before its
-    children's. Dropout (on y and on o, in training) is left out: this model only evaluates."""
+    children's. Dropout sits where the C++ has it, on the scaled embeddings E_src[src] sqrt(D) and
+    y, and on o before out_proj, with probability `dropout` in training; it defaults to 0 (no dropout,
+    the same numbers as without it): this file evaluates, and the reference cases train without it.
+    tools/bench_pytorch_rnn.py passes the config's model.dropout."""
 
-    def __init__(self, cfg):
+    def __init__(self, cfg, dropout=0.0):
         super().__init__()
         self.cfg = cfg
         D, L = cfg.d_model, cfg.decoder_layers
@@ -925,6 +928,7 @@ class RnnSeq2Seq(nn.Module):
             self.key_proj = nn.Linear(D, D, bias=False)
         self.combine = nn.Linear(D if cfg.rnn_attention == "none" else 2 * D, D)
         self.out_proj = nn.Linear(D, cfg.tgt_vocab)
+        self.dropout = nn.Dropout(dropout)  # no parameters: state_dict() is the same for any value
 
     def encode(self, src):
         """src (B,S), each row padded with pad_id at its end, at least one real token -> enc (B,S,D), and the
@@ -933,7 +937,7 @@ class RnnSeq2Seq(nn.Module):
         lengths = (src != self.cfg.pad_id).sum(dim=1)                              # (B)
         if bool((lengths == 0).any()):
             raise ValueError("RnnSeq2Seq: a source row is all padding; expected at least one real token per row")
-        x = self.src_embed(src) * math.sqrt(self.cfg.d_model)                         # E[src] sqrt(D): (B,S,D)
+        x = self.dropout(self.src_embed(src) * math.sqrt(self.cfg.d_model))           # E[src] sqrt(D): (B,S,D)
         packed = nn.utils.rnn.pack_padded_sequence(x, lengths.cpu(), batch_first=True,
                                                    enforce_sorted=False)
         out, state = self.encoder(packed)
@@ -968,7 +972,13 @@ class RnnSeq2Seq(nn.Module):
 
     def decoder_step(self, y_prev, hx, enc, keys, blocked):
         """y_prev (B) ids, hx the decoder's state -> logits (B,V), the new hx, alpha (B,S) or None (none)"""
-        y = self.tgt_embed(y_prev) * math.sqrt(self.cfg.d_model)                      # (B,D)
+        o, hx, alpha = self.decoder_output(y_prev, hx, enc, keys, blocked)
+        return self.out_proj(self.dropout(o)), hx, alpha
+
+    def decoder_output(self, y_prev, hx, enc, keys, blocked):
+        """decoder_step before the output projection: y_prev (B) ids, hx -> o (B,D), the new hx, alpha (B,S)
+        or None (none). o does not feed the recurrence, so a caller may project all T of them at once."""
+        y = self.dropout(self.tgt_embed(y_prev) * math.sqrt(self.cfg.d_model))        # (B,D)
         alpha = context = None
         if self.cfg.rnn_attention == "additive":  # the previous state asks; the answer is read with y
             alpha, context = self.attend(self.top_state(hx), enc, keys, blocked)
@@ -979,7 +989,7 @@ class RnnSeq2Seq(nn.Module):
                 alpha, context = self.attend(out[:, 0], enc, keys, blocked)
         s = out[:, 0]                                                                 # (B,D)
         o = torch.tanh(self.combine(s if context is None else torch.cat([s, context], dim=1)))  # (B,D)
-        return self.out_proj(o), hx, alpha
+        return o, hx, alpha
 
     def run_decoder(self, tgt_in, hx, enc, keys, blocked):
         """tgt_in (B,T) from the state hx -> logits (B,T,V), alpha (B,T,S) or None: the decoder stepped T

@@ -21,6 +21,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "autograd/runtime/blas_core.h"
 #include "autograd/runtime/bf16.h"
 #include "autograd/runtime/cpu_features.h"
 #include "autograd/runtime/gemm.h"
@@ -31,6 +32,7 @@
 #include "data/corpus.h"
 #include "data/tokenizer.h"
 #include "nn/feed_forward.h"
+#include "train/bench/bench_timing.h"
 #include "train/bench/bench_util.h"
 #include "train/eval/decode.h"
 #include "train/eval/evaluate.h"
@@ -43,10 +45,8 @@ using namespace bench_util;  // Clock, median, median_seconds, fixed, rounded, .
 
 namespace {
 
-constexpr std::int64_t kDecodeBeam = 4;      // the beam size benchmarked beside greedy
 constexpr int kMinTimedRuns = 5;             // sgemm and floor: at least this many timed runs
 constexpr int kGemmWarmupRuns = 2;           // sgemm and floor: untimed runs first
-constexpr const char* kDecodeSourcesFile = "bench-decode-sources.txt";
 
 // ---- FLOPs ---------------------------------------------------------------------------------
 
@@ -121,23 +121,6 @@ void add_feed_forward(std::vector<GemmCall>& calls, const nn::ModelConfig& m, co
   add_linear(calls, name + ".fc2", rows, m.d_ff, m.d_model);
 }
 
-// ---- the machine ---------------------------------------------------------------------------
-
-// Resident memory now, in MiB (/proc/self/statm: pages).
-double rss_now_mib() {
-  std::ifstream in("/proc/self/statm");
-  long long size = 0, resident = 0;
-  if (!(in >> size >> resident)) return NAN;
-  return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / (1024.0 * 1024.0);
-}
-
-// The process's peak resident memory so far, in MiB (ru_maxrss is in KiB on Linux).
-double peak_rss_mib() {
-  struct rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  return static_cast<double>(ru.ru_maxrss) / 1024.0;
-}
-
 // ---- sgemm on preallocated buffers ---------------------------------------------------------
 
 // Buffers large enough for every call of a list, filled with values in [-1, 1) (not zeros: no
@@ -188,168 +171,6 @@ void run_gemm_calls(const GemmCall& g, GemmBuffers& buf) {
 std::string gemm_shape_str(const GemmCall& g) {
   return std::to_string(g.m) + "x" + std::to_string(g.n) + "x" + std::to_string(g.k) + " " + (g.trans_a ? "T" : "N") +
          (g.trans_b ? "T" : "N");
-}
-
-// ---- training ------------------------------------------------------------------------------
-
-std::unique_ptr<Optimizer> make_optimizer(const TrainSection& t, NamedParameters params) {
-  if (t.optimizer == "adam") return std::make_unique<Adam>(std::move(params), t.beta1, t.beta2, t.eps, t.weight_decay, false);
-  if (t.optimizer == "adamw") return std::make_unique<Adam>(std::move(params), t.beta1, t.beta2, t.eps, t.weight_decay, true);
-  if (t.optimizer == "sgd") return std::make_unique<SGD>(std::move(params), t.momentum, t.weight_decay);
-  throw std::invalid_argument("train.optimizer: expected adam, adamw or sgd, got '" + t.optimizer + "'");
-}
-
-struct StepTiming {
-  double median_s = 0, min_s = 0, max_s = 0;
-  double loss = NAN;  // of the last step
-  std::int64_t params = 0;
-};
-
-// warmup + steps training steps of a fresh model of the config's shape on one random batch.
-StepTiming time_training(const Config& cfg, const nn::ModelConfig& mcfg, const BenchOptions& opt) {
-  Generator gen(static_cast<std::uint64_t>(cfg.train.seed));
-  const std::unique_ptr<nn::Model> built = nn::make_model(mcfg, gen);
-  nn::Model& model = *built;
-  model.train();
-  std::unique_ptr<Optimizer> optimizer = make_optimizer(cfg.train, model.named_parameters());
-  const RandomBatch batch = random_batch_for(mcfg, opt.batch, opt.length, gen);
-  StepTiming r;
-  r.params = model.parameter_count();
-  std::vector<double> times;
-  for (std::int64_t i = 0; i < opt.warmup + opt.steps; ++i) {
-    const auto start = Clock::now();
-    r.loss = training_step(model, *optimizer, batch, cfg.train, cfg.train.lr);
-    if (i >= opt.warmup) times.push_back(seconds_since(start));
-  }
-  r.median_s = median(times);
-  r.min_s = *std::min_element(times.begin(), times.end());
-  r.max_s = *std::max_element(times.begin(), times.end());
-  return r;
-}
-
-// ---- decoding ------------------------------------------------------------------------------
-
-struct DecodeTiming {
-  double seconds = 0;
-  double prefill_seconds = 0;  // of `seconds`: the prefills (the encoder over each batch's sources)
-  double decode_seconds() const { return seconds - prefill_seconds; }  // the steps, one token each
-  std::int64_t sentences = 0, tokens = 0;  // tokens generated, EOS not counted
-  double sentences_per_s() const { return seconds > 0 ? static_cast<double>(sentences) / seconds : NAN; }
-  double tokens_per_s() const { return seconds > 0 ? static_cast<double>(tokens) / seconds : NAN; }
-};
-
-// Decodes every source as translate_all does (sorted by length, batches of `per_batch`, as many
-// at once as threads: translate_batches), timing only the decoding. The batches' own times on
-// their threads split the wall time into prefill and decode: prefill = wall x (sum of the
-// batches' prefills / sum of the batches' times), so the two still add up to the wall time.
-DecodeTiming time_decoding(const nn::Model& model, const std::vector<std::vector<std::int64_t>>& sources,
-                           const DecodeOptions& options, std::int64_t per_batch) {
-  const SortedBatches sorted = sort_into_batches(sources, per_batch, /*same_length=*/false);
-  DecodeTiming r;
-  r.sentences = static_cast<std::int64_t>(sources.size());
-  double prefill = 0;
-  DecodeOptions timed = options;
-  timed.prefill_seconds = &prefill;
-  std::vector<double> batch_seconds;
-  const auto t0 = Clock::now();
-  const auto out = translate_batches(model, sorted.batches, timed, &batch_seconds);
-  r.seconds = seconds_since(t0);
-  const double busy = std::accumulate(batch_seconds.begin(), batch_seconds.end(), 0.0);
-  r.prefill_seconds = busy > 0 ? r.seconds * prefill / busy : 0;
-  for (const auto& batch : out)
-    for (const auto& ids : batch) r.tokens += static_cast<std::int64_t>(ids.size());
-  return r;
-}
-
-// The first n non-empty, valid lines of `path`, encoded, each cut to max_tokens.
-std::vector<std::vector<std::int64_t>> decode_sources(const std::string& path, const data::Tokenizer& tok,
-                                                      std::int64_t n, std::int64_t max_tokens) {
-  std::vector<std::vector<std::int64_t>> out;
-  for (const std::string& line : data::read_lines(path)) {
-    if (static_cast<std::int64_t>(out.size()) >= n) break;
-    if (line.empty() || !data::valid_utf8(line)) continue;
-    std::vector<std::int64_t> ids = tok.encode(line);
-    if (ids.empty()) continue;
-    if (static_cast<std::int64_t>(ids.size()) > max_tokens) ids.resize(static_cast<std::size_t>(max_tokens));
-    out.push_back(std::move(ids));
-  }
-  return out;
-}
-
-void write_sources(const fs::path& path, const std::vector<std::vector<std::int64_t>>& sources) {
-  std::ofstream out(path);
-  for (const auto& ids : sources) {
-    for (std::size_t i = 0; i < ids.size(); ++i) out << (i ? " " : "") << ids[i];
-    out << "\n";
-  }
-  if (!out.flush()) throw std::runtime_error("bench: cannot write " + path.string());
-}
-
-struct DecodeReport {
-  std::string model = "none";  // "random", "checkpoint" or "none" (skipped)
-  std::int64_t sentences = 0;
-  std::int64_t batch = 0;  // sentences per batch
-  DecodeTiming greedy_cache, greedy_nocache, beam_cache, beam_nocache;
-  bool bf16 = false;                    // the CPU has bf16 units: the cached rows again in bf16
-  DecodeTiming bf16_greedy_cache, bf16_beam_cache;
-};
-
-DecodeReport run_decoding(const Config& cfg, const BenchOptions& opt) {
-  DecodeReport r;
-  // translation decoding is the encoder-decoder's (a decoder-only model: bench --generation)
-  if (opt.decode_sentences <= 0 || cfg.model.arch != "encoder-decoder") return r;
-  if (cfg.data.test_src.empty())
-    throw std::invalid_argument("bench: data.test_src is empty; decoding needs a test set (or --decode-sentences 0)");
-
-  // the model and its tokenizer: a checkpoint's, or a random model beside the run's tokenizer
-  std::unique_ptr<InferenceModel> trained;
-  std::unique_ptr<Tokenizers> tok;
-  std::unique_ptr<Generator> gen;
-  std::unique_ptr<nn::Model> random_model;
-  const nn::Model* model = nullptr;
-  const data::Tokenizer* src_tok = nullptr;
-  if (!opt.checkpoint.empty()) {
-    trained = std::make_unique<InferenceModel>(load_inference_model(opt.checkpoint));
-    model = trained->model.get();
-    src_tok = &trained->tokenizers->src;
-    r.model = "checkpoint";
-  } else {
-    tok = std::make_unique<Tokenizers>(load_or_train_tokenizers(cfg, static_cast<std::uint64_t>(cfg.train.seed)));
-    gen = std::make_unique<Generator>(static_cast<std::uint64_t>(cfg.train.seed));
-    random_model = nn::make_model(model_config_from(cfg.model, tok->src.vocab_size(), tok->tgt.vocab_size()), *gen);
-    random_model->eval();
-    model = random_model.get();
-    src_tok = &tok->src;
-    r.model = "random";
-  }
-  const auto sources = decode_sources(cfg.data.test_src, *src_tok, opt.decode_sentences, model->config().max_len - 2);
-  if (sources.empty()) throw std::invalid_argument("bench: no sentence to decode in " + cfg.data.test_src);
-  r.sentences = static_cast<std::int64_t>(sources.size());
-  r.batch = opt.decode_batch > 0 ? opt.decode_batch : kSentencesPerBatch;
-  fs::create_directories(cfg.run.dir);
-  write_sources(fs::path(cfg.run.dir) / kDecodeSourcesFile, sources);
-
-  DecodeOptions o;
-  o.use_cache = true;
-  o.beam = 1;
-  r.greedy_cache = time_decoding(*model, sources, o, r.batch);
-  o.beam = kDecodeBeam;
-  r.beam_cache = time_decoding(*model, sources, o, r.batch);
-  o.use_cache = false;
-  o.beam = 1;
-  r.greedy_nocache = time_decoding(*model, sources, o, r.batch);
-  o.beam = kDecodeBeam;
-  r.beam_nocache = time_decoding(*model, sources, o, r.batch);
-  if (bf16_unit() != Bf16Unit::None) {  // translate --precision bf16: the cached rows again
-    const MatmulPrecisionScope bf16(MatmulPrecision::Bf16);
-    r.bf16 = true;
-    o.use_cache = true;
-    o.beam = 1;
-    r.bf16_greedy_cache = time_decoding(*model, sources, o, r.batch);
-    o.beam = kDecodeBeam;
-    r.bf16_beam_cache = time_decoding(*model, sources, o, r.batch);
-  }
-  return r;
 }
 
 // ---- output --------------------------------------------------------------------------------
@@ -516,17 +337,13 @@ void time_blas(const std::vector<GemmCall>& gemms, std::int64_t steps, BenchRepo
       kGemmWarmupRuns, timed_runs);
 }
 
-// A decoding rate for the JSON line, or null when nothing was decoded.
-nlohmann::ordered_json sentences_per_s(const DecodeReport& dec, const DecodeTiming& t) {
-  return dec.sentences > 0 ? rounded(t.sentences_per_s(), 2) : nullptr;
-}
-
 // The JSON line (tools/bench_pytorch.py prints the same fields).
 nlohmann::ordered_json bench_json(const Config& cfg, const BenchOptions& opt, const BenchReport& r) {
   nlohmann::ordered_json j;
   j["tool"] = "scratchformer";
   j["config"] = cfg.source_path;
   j["cpu"] = cpu_model();
+  j["blas_core"] = blas_core_name();
   j["threads"] = num_threads();
   j["load_avg_start"] = rounded(r.load_start, 2);
   j["load_avg_end"] = rounded(r.load_end, 2);
@@ -592,6 +409,7 @@ void print_setup(std::ostream& os, const Config& cfg, const BenchOptions& opt, c
   os << "scratchformer bench: " << cfg.source_path << "\n"
      << "machine   " << cpu_model() << ", " << num_threads() << " threads, load average " << fixed(r.load_start, 2)
      << " at the start, " << fixed(r.load_end, 2) << " at the end\n"
+     << "BLAS      " << blas_core_report() << "\n"
      << "model     " << ms.arch << ", D " << ms.d_model << ", H " << ms.n_heads << ", F " << ms.d_ff << ", layers " << layer_count(ms)
      << ", V " << r.vocab << ", " << ms.activation << ", " << ms.norm_position << "-" << ms.norm
      << ", dropout " << ms.dropout << (ms.share_embeddings ? ", shared" : "") << (ms.tie_output ? ", tied" : "")
@@ -639,36 +457,6 @@ void print_bf16_step(std::ostream& os, const BenchReport& r) {
   print_row(os, "gemm_bf16 " + gemm_shape_str(r.largest), fixed(r.bf16_gemm_gflops, 2) + " GFLOP/s");
   print_row(os, "bf16 floor", fixed(r.bf16_floor_s * 1e3, 1) + " ms");
   print_row(os, "step / floor, bf16", fixed(step.median_s / r.bf16_floor_s, 2));
-}
-
-// "  label                       sent/s    tokens/s    tokens  prefill ms   decode ms"
-// (the prefill and decode columns on the KV-cache rows, where decoding has the two phases)
-void print_decode_row(std::ostream& os, const std::string& label, const DecodeTiming& t, bool phases) {
-  os << "  " << std::left << std::setw(24) << label << std::right << std::setw(10) << fixed(t.sentences_per_s(), 2)
-     << std::setw(12) << fixed(t.tokens_per_s(), 1) << std::setw(10) << t.tokens;
-  if (phases) os << std::setw(12) << fixed(t.prefill_seconds * 1e3, 1) << std::setw(12) << fixed(t.decode_seconds() * 1e3, 1);
-  os << "\n";
-}
-
-// Decoding speed: greedy and beam, with and without the KV cache (nothing if nothing was decoded).
-void print_decoding(std::ostream& os, const Config& cfg, const DecodeReport& dec) {
-  if (dec.sentences <= 0) return;
-  const std::int64_t batches = (dec.sentences + dec.batch - 1) / dec.batch;
-  const std::int64_t side_by_side = std::min<std::int64_t>(num_threads(), batches);
-  os << "\ndecoding " << dec.sentences << " sentences of " << cfg.data.test_src << " (" << dec.model << " model), "
-     << batches << (batches == 1 ? " batch" : " batches") << " of up to " << dec.batch << " sentences";
-  if (side_by_side > 1) os << ", " << side_by_side << " side by side (one thread each)\n";
-  else os << " on " << num_threads() << (num_threads() == 1 ? " thread\n" : " threads\n");
-  os << "  " << std::left << std::setw(24) << "" << std::right << std::setw(10) << "sent/s" << std::setw(12)
-     << "tokens/s" << std::setw(10) << "tokens" << std::setw(12) << "prefill ms" << std::setw(12) << "decode ms" << "\n";
-  print_decode_row(os, "greedy, KV cache", dec.greedy_cache, true);
-  print_decode_row(os, "greedy, no cache", dec.greedy_nocache, false);
-  print_decode_row(os, "beam 4, KV cache", dec.beam_cache, true);
-  print_decode_row(os, "beam 4, no cache", dec.beam_nocache, false);
-  if (dec.bf16) {
-    print_decode_row(os, "greedy, KV cache, bf16", dec.bf16_greedy_cache, true);
-    print_decode_row(os, "beam 4, KV cache, bf16", dec.bf16_beam_cache, true);
-  }
 }
 
 }  // namespace
@@ -775,6 +563,7 @@ int run_scaling_bench(const Config& cfg, const BenchOptions& opt) {
   j["mode"] = "scaling";
   j["config"] = cfg.source_path;
   j["cpu"] = cpu_model();
+  j["blas_core"] = blas_core_name();
   j["threads"] = num_threads();
   j["load_avg_start"] = rounded(load_start, 2);
   j["load_avg_end"] = rounded(load_end, 2);
@@ -803,6 +592,7 @@ int run_scaling_bench(const Config& cfg, const BenchOptions& opt) {
     os << "scratchformer bench --scaling: " << cfg.source_path << "\n"
        << "machine   " << cpu_model() << ", " << num_threads() << " threads, load average " << fixed(load_start, 2)
        << " at the start, " << fixed(load_end, 2) << " at the end\n"
+       << "BLAS      " << blas_core_report() << "\n"
        << "model     " << ms.arch << ", D " << ms.d_model << ", H " << ms.n_heads << ", F " << ms.d_ff << ", layers " << layer_count(ms)
        << ", V " << cfg.data.tokenizer_vocab_size << "\n"
        << "batch     " << budget << " target tokens per step (batch x T, source length = T); median of " << opt.steps

@@ -11,7 +11,7 @@
 // blocks over one sequence of `length`, an encoder-only model's layers and masked-LM head over a
 // source of `length` (a classify config is benched with that head); the decoding rows are the
 // encoder-decoder's (a decoder-only model's generation: --generation; an encoder-only model does
-// not generate). Arch rnn is refused with one line: the FLOP count and the BLAS floor are
+// not generate). An rnn config is benched by run_rnn_bench instead (rnn_bench.h): the FLOP count and the BLAS floor are
 // written for attention layers.
 //
 // run_bench measures, in this order, in one process:
@@ -130,6 +130,7 @@ struct BenchOptions {
   bool scaling = false;                 // --scaling: run_scaling_bench instead of run_bench
   // --scaling: the token budget of each row is batch * length (1536 for the reference)
   std::vector<std::int64_t> scaling_lengths{16, 32, 64, 128, 256};  // T of the rows, ascending
+  std::vector<std::int64_t> rnn_lengths{8, 16, 32, 64, 128};       // an rnn config: T of the length table (rnn_bench.h)
   bool generation = false;              // --generation: run_generation_bench (generation_bench.h) instead
   std::vector<std::int64_t> prompt_lengths{16, 32, 64, 128, 256};  // --generation: prompt length P of the rows
   std::vector<std::int64_t> generation_batches{1, 8};             // --generation: one table per batch size B

@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "autograd/runtime/blas_core.h"
 #include "autograd/generator.h"
 #include "autograd/node.h"
 #include "autograd/runtime/threads.h"
@@ -127,6 +128,7 @@ nlohmann::ordered_json generation_json(const Config& cfg, const BenchOptions& op
   j["mode"] = "generation";
   j["config"] = cfg.source_path;
   j["cpu"] = cpu_model();
+  j["blas_core"] = blas_core_name();
   j["threads"] = num_threads();
   j["load_avg_start"] = rounded(load_start, 2);
   j["load_avg_end"] = rounded(load_end, 2);
@@ -158,7 +160,8 @@ void print_generation_setup(std::ostream& os, const Config& cfg, const BenchOpti
   const std::int64_t G = opt.generation_tokens;
   os << "scratchformer bench --generation: " << cfg.source_path << "\n"
      << "machine   " << cpu_model() << ", " << num_threads() << " threads, load average " << fixed(load_start, 2)
-     << " at the start, " << fixed(load_end, 2) << " at the end\n";
+     << " at the start, " << fixed(load_end, 2) << " at the end\n"
+     << "BLAS      " << blas_core_report() << "\n";
   if (rep.arch_overridden)
     os << "note      model.arch is " << cfg.model.arch << ": built as decoder-only from the same [model] ("
        << m.decoder_layers << " decoder_layers, no encoder)\n";

@@ -2,7 +2,8 @@
 // next to the BLAS floor of its matrix products; with --scaling, step time, FLOPs and memory per
 // sequence length instead (train/bench/bench.h says what is measured and how); with
 // --generation, a decoder-only model's prefill against its decode steps per prompt length: time,
-// FLOPs, bytes read, arithmetic intensity, KV-cache bytes (train/bench/generation_bench.h).
+// FLOPs, bytes read, arithmetic intensity, KV-cache bytes (train/bench/generation_bench.h); on an
+// rnn config, its own table (train/bench/rnn_bench.h): the step against length beside a Transformer.
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -10,6 +11,7 @@
 
 #include "train/bench/bench.h"
 #include "train/bench/generation_bench.h"
+#include "train/bench/rnn_bench.h"
 #include "train/eval/evaluate.h"
 #include "train/cli/commands.h"
 #include "train/config.h"
@@ -27,14 +29,23 @@ struct BenchArgs {
 int run_bench(BenchArgs& a, const CLI::App& cmd) {
   if (a.options.scaling && a.options.generation)
     throw std::invalid_argument("bench: --scaling and --generation print different tables; pass one of them");
-  if (a.options.generation) return train::run_generation_bench(train::load_config(a.config, a.overrides), a.options);
+  const train::Config cfg = train::load_config(a.config, a.overrides);
+  if (cfg.model.arch == "rnn") {
+    // the recurrent model's benchmark has its length table built in (train/bench/rnn_bench.h)
+    if (a.options.scaling || a.options.generation)
+      throw std::invalid_argument(std::string("bench: ") + (a.options.scaling ? "--scaling" : "--generation") +
+                                  " is for a Transformer; an rnn config's length table is part of plain bench (" +
+                                  a.config + ")");
+    return train::run_rnn_bench(cfg, a.options);
+  }
+  if (a.options.generation) return train::run_generation_bench(cfg, a.options);
   if (a.options.scaling) {
     // --scaling has defaults of its own for the options not given
     if (cmd.count("--steps") == 0) a.options.steps = train::kScalingSteps;
     if (cmd.count("--warmup") == 0) a.options.warmup = train::kScalingWarmup;
-    return train::run_scaling_bench(train::load_config(a.config, a.overrides), a.options);
+    return train::run_scaling_bench(cfg, a.options);
   }
-  return train::run_bench(train::load_config(a.config, a.overrides), a.options);
+  return train::run_bench(cfg, a.options);
 }
 
 }  // namespace
@@ -42,7 +53,7 @@ int run_bench(BenchArgs& a, const CLI::App& cmd) {
 Command add_bench_command(CLI::App& app) {
   auto a = std::make_shared<BenchArgs>();
   train::BenchOptions& o = a->options;
-  CLI::App* cmd = app.add_subcommand("bench", "Training-step and decoding speed of a reference Transformer (not arch rnn), next to BLAS");
+  CLI::App* cmd = app.add_subcommand("bench", "Training-step and decoding speed of a reference model next to BLAS (configs/bench.toml); an rnn config (configs/bench-rnn.toml): its step against length beside a Transformer's");
   cmd->add_option("--config", a->config, "Config file (TOML), e.g. configs/bench.toml")->required();
   cmd->add_option("--set", a->overrides, "Override a config key: section.key=value (repeatable)");
   cmd->add_option("--steps", o.steps, "Timed training steps, the median is reported (default: 20)");

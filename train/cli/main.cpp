@@ -35,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include "autograd/runtime/blas_core.h"
 #include "autograd/runtime/threads.h"
 #include "train/cli/commands.h"
 #include "train/config.h"
@@ -98,6 +99,7 @@ int report_error(const std::exception& e) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  sf::restart_with_native_blas(argv);  // OpenBLAS's generic kernels on a CPU it does not know (blas_core.h)
   CLI::App app{"Scratchformer: a from-scratch C++ Transformer for learning how translation models work.\n"
                "Run `scratchformer COMMAND --help` for a command's options."};
   app.set_version_flag("--version", std::string("scratchformer ") + SCRATCHFORMER_VERSION);

@@ -1,5 +1,6 @@
 #include "nn/rnn_seq2seq.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -129,14 +130,30 @@ RnnSeq2Seq::RnnSeq2Seq(const ModelConfig& cfg, Generator& init_gen, Dtype dtype)
 std::string RnnSeq2Seq::summary() const { return module_tree_summary(*this); }
 
 // src (B,S) -> enc (B,S,D): both directions' states side by side at every source position.
-Tensor RnnSeq2Seq::encode(const Tensor& src, std::vector<RecurrentState>* final) const {
+RnnSeq2Seq::Source RnnSeq2Seq::read_source(const Tensor& src) const {
   SF_EXPECT(src.dim() == 2 && src.dtype() == Dtype::Int64, "RnnSeq2Seq: expected src (B, S) int64, got ",
             src.shape(), " ", dtype_name(src.dtype()));
-  const Tensor pad = eq(src, static_cast<double>(cfg_.pad_id));  // (B,S) true at padding
+  // A row with no real token has nothing to encode and nothing to attend to (its weights would
+  // be 0/0): refused, as PyTorch's pack_padded_sequence refuses a length of 0.
+  const std::vector<std::int64_t> ids = contiguous(src).to_vector<std::int64_t>();
+  const std::int64_t S = src.size(1);
+  for (std::int64_t b = 0; b < src.size(0); ++b)
+    SF_EXPECT(std::any_of(ids.begin() + b * S, ids.begin() + (b + 1) * S, [&](std::int64_t id) { return id != cfg_.pad_id; }),
+              "RnnSeq2Seq: source row ", b, " is all padding (pad_id ", cfg_.pad_id,
+              "); expected at least one real token per row");
+  Source source;
+  source.pad = eq(src, static_cast<double>(cfg_.pad_id));  // (B,S) true at padding
   const Tensor x = mul(src_embed->forward(src), std::sqrt(static_cast<double>(cfg_.d_model)));  // E[src] √D
-  Recurrent::Output out = encoder->forward(dropout->forward(x), pad);
-  if (final) *final = out.final;
-  return out.outputs;
+  Recurrent::Output out = encoder->forward(dropout->forward(x), source.pad);
+  source.enc = out.outputs;
+  source.final = std::move(out.final);
+  return source;
+}
+
+Tensor RnnSeq2Seq::encode(const Tensor& src, std::vector<RecurrentState>* final) const {
+  Source source = read_source(src);
+  if (final) *final = std::move(source.final);
+  return source.enc;
 }
 
 // s_0 = tanh(W_b [h→_S; h←_1] + b_b), the top encoder layer's two last states, split into one
@@ -224,30 +241,28 @@ Tensor RnnSeq2Seq::run_decoder(const Tensor& tgt_in, std::vector<RecurrentState>
 }
 
 Tensor RnnSeq2Seq::forward(const Tensor& src, const Tensor& tgt_in) const {
-  std::vector<RecurrentState> final;
-  const Tensor enc = encode(src, &final);
-  const Tensor pad = eq(src, static_cast<double>(cfg_.pad_id));
-  return run_forward_hooks(run_decoder(tgt_in, initial_states(final), enc, keys_of(enc), pad, nullptr));
+  const Source source = read_source(src);
+  return run_forward_hooks(
+      run_decoder(tgt_in, initial_states(source.final), source.enc, keys_of(source.enc), source.pad, nullptr));
 }
 
 Tensor RnnSeq2Seq::alignment(const Tensor& src, const Tensor& tgt_in) const {
   SF_EXPECT(cfg_.rnn_attention != RnnAttention::None,
             "RnnSeq2Seq::alignment: model.rnn_attention is none, so there is no alignment; expected additive, dot or general");
-  std::vector<RecurrentState> final;
-  const Tensor enc = encode(src, &final);
+  const Source source = read_source(src);
   Tensor weights;
-  run_decoder(tgt_in, initial_states(final), enc, keys_of(enc), eq(src, static_cast<double>(cfg_.pad_id)), &weights);
+  run_decoder(tgt_in, initial_states(source.final), source.enc, keys_of(source.enc), source.pad, &weights);
   return weights;
 }
 
 std::unique_ptr<DecodeState> RnnSeq2Seq::start_decoding(const Tensor& src) const {
   auto state = std::make_unique<RnnDecodeState>();
-  std::vector<RecurrentState> final;
-  state->enc = encode(src, &final);
+  Source source = read_source(src);
+  state->enc = source.enc;
   state->keys = keys_of(state->enc);
   state->own_keys = cfg_.rnn_attention == RnnAttention::Additive || cfg_.rnn_attention == RnnAttention::General;
-  state->src_pad = eq(src, static_cast<double>(cfg_.pad_id));
-  state->initial = state->states = initial_states(final);
+  state->src_pad = source.pad;
+  state->initial = state->states = initial_states(source.final);
   state->bos = full({src.size(0), 1}, static_cast<double>(cfg_.bos_id), Dtype::Int64);
   for (std::int64_t b = 0; b < src.size(0); ++b) state->row_source.push_back(b);
   return state;

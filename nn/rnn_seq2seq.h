@@ -67,7 +67,8 @@ class RnnSeq2Seq : public Model {
   // source tokens. Throws for rnn_attention = none (there is no alignment).
   Tensor alignment(const Tensor& src, const Tensor& tgt_in) const;
 
-  // The encoder. src (B,S) -> (B,S,D); final: its last states, per layer and direction.
+  // The encoder. src (B,S) -> (B,S,D); final: its last states, per layer and direction. A row of
+  // src that is all padding is refused (std::invalid_argument, one line).
   Tensor encode(const Tensor& src, std::vector<RecurrentState>* final = nullptr) const;
 
   std::shared_ptr<Embedding> src_embed, tgt_embed;
@@ -84,6 +85,15 @@ class RnnSeq2Seq : public Model {
  private:
   ModelConfig cfg_;
   mutable Generator dropout_gen_;
+
+  // The source read once: the encoder's states, the padding mask, the last states per layer and
+  // direction. Throws for a row that is all padding.
+  struct Source {
+    Tensor enc;                          // (B,S,D)
+    Tensor pad;                          // (B,S) bool, true at padding
+    std::vector<RecurrentState> final;   // the encoder's last states
+  };
+  Source read_source(const Tensor& src) const;
 
   struct Step;  // one decoder step's result (rnn_seq2seq.cpp)
   // One decoder step for B rows: y_prev (B) ids, the states before -> the states after, the

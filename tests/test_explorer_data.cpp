@@ -348,8 +348,9 @@ TEST_CASE("explorer model data: bad inputs are one-line std::invalid_argument", 
 
 namespace {
 
-// A decoder-only lm ("lm"), an encoder-only mlm ("mlm") or a decoder-only translation
-// ("translation") trained for 20 steps on the reverse slice (D 32, one layer), in a folder of its own.
+// A decoder-only lm ("lm"), an encoder-only mlm ("mlm"), a decoder-only translation
+// ("translation") or a recurrent encoder-decoder ("rnn", additive attention) trained for 20 steps
+// on the reverse slice (D 32, one layer), in a folder of its own.
 struct SingleStackRun {
   TempDir dir{"sf_explorer_stack"};
   fs::path checkpoint;
@@ -360,10 +361,11 @@ std::vector<std::string> single_stack_overrides(const std::string& task, const s
   std::vector<std::string> o = {"run.dir=" + run_dir, "data.test_src=\"\"", "data.test_tgt=\"\"", "train.max_steps=20",
                                 "train.valid_every=20", "data.max_valid_sentences=2", "model.d_model=32", "model.d_ff=64",
                                 "model.encoder_layers=1", "model.decoder_layers=1", "data.batch_tokens=256", "run.threads=1"};
-  if (task == "translation") {
-    o.insert(o.end(), {"model.arch=\"decoder-only\"", "data.train_src=" + tiny.data / "train.src",
+  if (task == "translation" || task == "rnn") {
+    o.insert(o.end(), {task == "rnn" ? "model.arch=\"rnn\"" : "model.arch=\"decoder-only\"", "data.train_src=" + tiny.data / "train.src",
                        "data.train_tgt=" + tiny.data / "train.tgt", "data.valid_src=" + tiny.data / "valid.src",
                        "data.valid_tgt=" + tiny.data / "valid.tgt"});
+    if (task == "rnn") o.push_back("run.attention_snapshots=false");  // snapshots are a Transformer's heads
     return o;
   }
   o.insert(o.end(), {task == "lm" ? "model.arch=\"decoder-only\"" : "model.arch=\"encoder-only\"", "data.task=\"" + task + "\"",
@@ -532,4 +534,37 @@ TEST_CASE("explorer snapshots: run.attention_snapshots writes the attention of e
   expected["step"] = 10;
   CHECK(snaps[1] == expected);
   CHECK(snaps[0].at("stacks").size() == 3);  // encoder, decoder_self, cross
+}
+
+TEST_CASE("explorer attention on an rnn: its alignment as the one cross stack, the translation the CLI's",
+          "[explorer][attention][recurrent]") {
+  const SingleStackRun& run = single_stack_run("rnn");
+  const train::InferenceModel im = train::load_inference_model(run.checkpoint.string());
+  const Json out = explorer::attention(im, "be mi co", std::nullopt);
+  CHECK(out.at("arch") == "rnn");
+  REQUIRE(out.at("stacks").size() == 1);
+  const Json& s = out.at("stacks")[0];
+  CHECK(s.at("kind") == "cross");
+  CHECK(s.at("layers") == 1);
+  CHECK(s.at("heads") == 1);
+  const std::size_t S = s.at("keys").size(), T = s.at("queries").size();
+  CHECK(S == im.tokenizers->src.encode("be mi co").size());
+  for (std::size_t q = 0; q < T; ++q) {
+    double sum = 0;
+    for (std::size_t k = 0; k < S; ++k) sum += s.at("weights")[0][0][q][k].get<double>();
+    CHECK(std::abs(sum - 1.0) <= kRoundTol * static_cast<double>(S) + kProbTol);
+  }
+  // the translation it draws is `scratchformer translate`'s
+  const TempDir io("sf_explorer_rnn");
+  io.write("input.txt", "be mi co\n");
+  const CliResult cli = run_cli("translate --checkpoint " + quoted(run.checkpoint.string()) + " --input " +
+                                    quoted(io / "input.txt"),
+                                io);
+  INFO(cli.err);
+  REQUIRE(cli.status == 0);
+  CHECK(out.at("translation").get<std::string>() + "\n" == cli.out);
+  // given a target, the rows are that target's tokens (teacher forcing)
+  const Json forced = explorer::attention(im, "be mi co", std::optional<std::string>("co mi be"));
+  CHECK(forced.at("teacher_forced").get<bool>());
+  CHECK(forced.at("stacks")[0].at("queries").size() == im.tokenizers->tgt.encode("co mi be").size() + 1);  // and </s>
 }

@@ -165,3 +165,14 @@ TEST_CASE("RnnSeq2Seq: bad input is one clear error", "[recurrent][model][errors
   CHECK_THROWS_WITH(model.decode_step(test::ids({2, 2, 2}, {3, 1}), *state), Contains("expected tokens (2, 1)"));
   CHECK_THROWS_WITH(model.forward(sources(), test::ids({2, 5}, {1, 2})), Contains("src has 2 rows"));
 }
+
+TEST_CASE("RnnSeq2Seq: a source row that is all padding is one clear error", "[recurrent][model][errors][padding]") {
+  Generator gen(1);
+  for (nn::RnnAttention attention : kAttentions) {
+    nn::RnnSeq2Seq model(rnn_config(attention, nn::CellKind::lstm), gen);
+    const Tensor blank_row = test::ids({5, 7, 3, 9, 4, 0, 0, 0, 0, 0}, {2, 5});
+    CHECK_THROWS_WITH(model.forward(blank_row, targets()),
+                      Contains("source row 1 is all padding") && Contains("at least one real token"));
+    CHECK_THROWS_WITH(model.start_decoding(blank_row), Contains("source row 1 is all padding"));
+  }
+}

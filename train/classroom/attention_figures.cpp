@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <stdexcept>
 #include <utility>
 
@@ -16,6 +17,7 @@
 #include "nn/attention.h"
 #include "nn/decoder_only.h"
 #include "nn/encoder_only.h"
+#include "nn/rnn_seq2seq.h"
 #include "nn/seq2seq.h"
 #include "train/classroom/plots.h"
 #include "train/classroom/svg.h"
@@ -213,9 +215,20 @@ void encoder_decoder_pass(const nn::Seq2SeqTransformer& model, const Tensor& src
   w.stacks = {std::move(encoder), std::move(self), std::move(cross)};
 }
 
-AttentionWeights encoder_decoder_weights(const InferenceModel& im, const nn::Seq2SeqTransformer& model,
-                                         const std::string& source, const std::optional<std::string>& target,
-                                         std::int64_t pad, const AttentionInputNames& names) {
+// The recurrent model's one stack: its alignment α over the source for every target position
+// (teacher-forced over tgt_in), as a "cross" stack of one layer and one head, (1,1,T,S).
+void rnn_pass(const nn::RnnSeq2Seq& model, const Tensor& src, const Tensor& tgt_in, AttentionWeights& w) {
+  AttentionStack cross{"cross", false, w.produced, w.source_pieces, {}};
+  cross.layers.push_back(unsqueeze(model.alignment(src, tgt_in), 1));  // (1,T,S) -> (1,1,T,S)
+  w.stacks = {std::move(cross)};
+}
+
+// A translation model's weights for one sentence pair: the source encoded, the target given or
+// decoded greedily, then `pass` (encoder_decoder_pass or rnn_pass) over the pair.
+using TranslationPass = std::function<void(const Tensor& src, const Tensor& tgt_in, AttentionWeights& w)>;
+AttentionWeights translation_weights(const InferenceModel& im, const nn::Model& model, const TranslationPass& pass,
+                                     const std::string& source, const std::optional<std::string>& target,
+                                     std::int64_t pad, const AttentionInputNames& names) {
   const Tokenizers& tok = *im.tokenizers;
   const std::int64_t limit = im.config.model.max_len - 2;
   std::vector<std::int64_t> src_ids = encode_sentence(tok.src, source, names.source, limit);
@@ -243,7 +256,7 @@ AttentionWeights encoder_decoder_weights(const InferenceModel& im, const nn::Seq
   src_ids.insert(src_ids.end(), static_cast<std::size_t>(pad), data::kPadId);  // as a batch pads a shorter row
   w.source_pieces = pieces_of(tok.src, src_ids);
   const auto T = static_cast<std::int64_t>(tgt_in.size());
-  encoder_decoder_pass(model, from_vector<std::int64_t>(src_ids, {1, S + pad}), from_vector<std::int64_t>(tgt_in, {1, T}), w);
+  pass(from_vector<std::int64_t>(src_ids, {1, S + pad}), from_vector<std::int64_t>(tgt_in, {1, T}), w);
   return w;
 }
 
@@ -282,9 +295,20 @@ AttentionWeights attention_weights(const InferenceModel& im, const std::string& 
                                    const std::optional<std::string>& target, std::int64_t pad,
                                    const AttentionInputNames& names) {
   if (pad < 0) throw std::invalid_argument("attention: --pad must be >= 0, got " + std::to_string(pad));
-  nn::require_transformer(im.model->config().arch, "attention");  // the figures are per layer and head
-  const auto* encoder_decoder = dynamic_cast<const nn::Seq2SeqTransformer*>(im.model.get());
-  if (encoder_decoder) return encoder_decoder_weights(im, *encoder_decoder, source, target, pad, names);
+  if (const auto* encoder_decoder = dynamic_cast<const nn::Seq2SeqTransformer*>(im.model.get())) {
+    const auto pass = [&](const Tensor& src, const Tensor& tgt_in, AttentionWeights& w) {
+      encoder_decoder_pass(*encoder_decoder, src, tgt_in, w);
+    };
+    return translation_weights(im, *encoder_decoder, pass, source, target, pad, names);
+  }
+  if (const auto* rnn = dynamic_cast<const nn::RnnSeq2Seq*>(im.model.get())) {
+    if (rnn->config().rnn_attention == nn::RnnAttention::None)
+      throw std::invalid_argument(
+          "attention: this rnn model has model.rnn_attention = \"none\": its decoder reads no attention weights, only the "
+          "encoder's last state (the bottleneck); expected a model with additive, dot or general attention");
+    const auto pass = [&](const Tensor& src, const Tensor& tgt_in, AttentionWeights& w) { rnn_pass(*rnn, src, tgt_in, w); };
+    return translation_weights(im, *rnn, pass, source, target, pad, names);
+  }
   if (target)
     throw std::invalid_argument(std::string("attention: ") + names.target + " is for an encoder-decoder; a " +
                                 im.config.model.arch + " model reads one sequence (" + names.source + ")");
@@ -296,7 +320,7 @@ AttentionFigures attention_figures(const InferenceModel& im, const std::string& 
   const AttentionWeights w = attention_weights(im, source, target, pad);
   AttentionFigures fig = figures_of(w);
   const int heads = static_cast<int>(im.config.model.n_heads);
-  if (w.stacks.size() == 1) {  // a decoder-only or encoder-only model
+  if (w.stacks.size() == 1 && w.stacks[0].kind != "cross") {  // a decoder-only or encoder-only model
     const std::string title =
         w.stacks[0].causal ? text(lang, "Causal self-attention (decoder-only), row = position reading the token",
                                   "因果自注意力（仅解码器），行 = 读这个词元的位置")
@@ -305,8 +329,16 @@ AttentionFigures attention_figures(const InferenceModel& im, const std::string& 
                                           fig.translation.empty() ? "" : text(lang, " (greedy)", "（贪心解码）"), lang);
     return fig;
   }
-  const AttentionStack &encoder = w.stacks[0], &self = w.stacks[1], &cross = w.stacks[2];
   const std::string how = fig.teacher_forced ? text(lang, " (given)", "（给定）") : text(lang, " (greedy)", "（贪心解码）");
+  if (w.stacks.size() == 1) {  // a recurrent encoder-decoder: its alignment, the one stack ("cross")
+    const std::string kind = nn::rnn_attention_name(im.model->config().rnn_attention);  // additive, dot, general
+    fig.cross_svg = heatmaps_with_sentence(stack_maps(w.stacks[0], lang), 1,
+                                           text(lang, "Alignment α (" + kind + "), rows = token produced",
+                                                "对齐 α（" + kind + " 注意力），行 = 产生的词元"),
+                                           source, fig.translation, how, lang);
+    return fig;
+  }
+  const AttentionStack &encoder = w.stacks[0], &self = w.stacks[1], &cross = w.stacks[2];
   fig.cross_svg = heatmaps_with_sentence(stack_maps(cross, lang), heads,
                                          text(lang, "Cross-attention, rows = token produced", "交叉注意力，行 = 产生的词元"), source,
                                          fig.translation, how, lang);

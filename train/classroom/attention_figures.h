@@ -5,7 +5,10 @@
 // cross-attention; an overview puts the first head of each encoder layer beside the same
 // decoder layer's self-attention, so the full square and the triangle stand side by side. For a
 // decoder-only or encoder-only model (one stack, no cross-attention): every layer's causal or
-// bidirectional self-attention over the one sequence it reads.
+// bidirectional self-attention over the one sequence it reads. For a recurrent encoder-decoder
+// (arch rnn, with additive, dot or general attention): its alignment α, one map (the decoder
+// attends once per step, with one "head"), in the cross-attention figure; with rnn_attention
+// "none" there are no weights to draw (an error says so).
 //
 // Letters: S source length, T target length (+1 for BOS / EOS), H heads.
 #pragma once
@@ -28,7 +31,7 @@ struct AttentionFigures {
   std::string translation;                  // the target as text (greedy output, or --tgt)
   bool teacher_forced = false;              // true: the target was given, not generated
   // rows = layers, columns = heads
-  std::string cross_svg;     // decoder cross-attention; empty for a single stack
+  std::string cross_svg;     // decoder cross-attention (an rnn: its alignment); empty for a single stack
   std::string self_svg;      // decoder (causal) self-attention, or the single stack's self-attention
   std::string encoder_svg;   // encoder (bidirectional) self-attention; empty for a single stack
   std::string overview_svg;  // per layer: encoder head 1 beside decoder self head 1; empty for a single stack
@@ -57,11 +60,11 @@ struct AttentionStack {
   bool causal = false;                // a query sees no key after it (decoder self-attention)
   std::vector<std::string> queries;   // the Tq row labels (token pieces)
   std::vector<std::string> keys;      // the Tk column labels
-  std::vector<Tensor> layers;         // per layer: (1,H,Tq,Tk), each row summing to 1
+  std::vector<Tensor> layers;         // per layer: (1,H,Tq,Tk), each row summing to 1 (an rnn: one layer, H = 1)
 };
 
 struct AttentionWeights {
-  std::vector<AttentionStack> stacks;       // encoder, decoder_self, cross; or the one "self" stack
+  std::vector<AttentionStack> stacks;       // encoder, decoder_self, cross; or the one "self" stack; an rnn: "cross" alone
   std::string translation;                  // as AttentionFigures::translation
   bool teacher_forced = false;
   std::vector<std::string> source_pieces, decoder_inputs, produced;  // as in AttentionFigures

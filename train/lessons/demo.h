@@ -80,6 +80,8 @@ int run_collapse_demo(const DemoOptions& options, std::ostream& out);         //
 int run_scaling_demo(const DemoOptions& options, std::ostream& out);          // demo_scaling.cpp
 int run_path_length_demo(const DemoOptions& options, std::ostream& out);      // demo_path_length.cpp
 int run_parallel_demo(const DemoOptions& options, std::ostream& out);         // demo_parallel.cpp
+int run_bottleneck_demo(const DemoOptions& options, std::ostream& out);       // demo_bottleneck.cpp
+int run_alignment_demo(const DemoOptions& options, std::ostream& out);        // demo_alignment.cpp
 int run_lookup_demo(const DemoOptions& options, std::ostream& out);           // demo_lookup.cpp
 int run_rope_demo(const DemoOptions& options, std::ostream& out);             // demo_rope.cpp
 int run_gqa_demo(const DemoOptions& options, std::ostream& out);              // demo_gqa.cpp

@@ -705,7 +705,11 @@ async function runAttention() {
   } finally { button.disabled = false; }
 }
 
-function stackName(kind) { return t('stack.' + kind); }
+// A recurrent encoder-decoder (arch rnn) has one stack, its alignment α, sent as "cross".
+function stackName(kind) {
+  if (kind === 'cross' && state.attention && state.attention.arch === 'rnn') return t('stack.rnn_alignment');
+  return t('stack.' + kind);
+}
 
 // Options 0..n-1 of a select (with an optional "mean of heads" first option -1).
 function fillIndexSelect(sel, n, value, labelKey, withMean) {

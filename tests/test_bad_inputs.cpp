@@ -487,7 +487,7 @@ TEST_CASE("commands of other tasks refuse a translation checkpoint with one line
                        {"eval: a translation model takes --src FILE and --ref FILE"});
 }
 
-TEST_CASE("commands that need another model refuse an rnn checkpoint with one line", "[errors][tasks][cli]") {
+TEST_CASE("commands that need another model refuse an rnn checkpoint with one line", "[errors][tasks][cli][recurrent]") {
   TempDir tmp;
   const std::string run = tmp / "run";
   const CliResult trained = run_cli(train_args(small_reverse_run(tmp, run, {"model.arch=rnn", "run.attention_snapshots=false",
@@ -503,10 +503,24 @@ TEST_CASE("commands that need another model refuse an rnn checkpoint with one li
                        {"fill-mask needs an encoder-only model trained with data.task = \"mlm\"", ck, holds});
   check_one_line_error(run_cli("classify --checkpoint " + quoted(ck) + " --input /dev/null", tmp),
                        {"classify needs an encoder-only model trained with data.task = \"classify\"", ck, holds});
-  // the attention heatmaps are a Transformer's, per layer and head
-  check_one_line_error(run_cli("attention --checkpoint " + quoted(ck) + " --src 'lo be' --out-dir " + quoted(tmp / "att"), tmp),
-                       {"attention: needs a Transformer (arch encoder-decoder, decoder-only or encoder-only), got arch rnn"});
-  CHECK_FALSE(fs::exists(tmp / "att"));
+  // attention draws the rnn's alignment (its one attention, no self-attention)
+  const CliResult drawn = run_cli("attention --checkpoint " + quoted(ck) + " --src 'lo be' --out-dir " + quoted(tmp / "att"), tmp);
+  INFO("attention stderr: " << drawn.err);
+  CHECK(drawn.status == 0);
+  CHECK(fs::exists(tmp / "att/cross_attention.svg"));
+  CHECK_FALSE(fs::exists(tmp / "att/self_attention.svg"));
+  // ... unless the model has none: the bottleneck has no weights to draw
+  const std::string none_run = tmp / "none";
+  const CliResult none_trained = run_cli(
+      train_args(small_reverse_run(tmp, none_run, {"model.arch=rnn", "model.rnn_attention=none", "run.attention_snapshots=false",
+                                                   "train.max_steps=2", "train.valid_every=2"})),
+      tmp);
+  REQUIRE(none_trained.status == 0);
+  check_one_line_error(run_cli("attention --checkpoint " + quoted(none_run + "/checkpoint-best.safetensors") +
+                                   " --src 'lo be' --out-dir " + quoted(tmp / "att-none"),
+                               tmp),
+                       {"attention: this rnn model has model.rnn_attention = \"none\"", "expected a model with additive, dot or general attention"});
+  CHECK_FALSE(fs::exists(tmp / "att-none"));
   // and it translates as the encoder-decoder does
   const std::string input = tmp.write("in.txt", "lo be co\n\nda fi\n");
   const CliResult translated = run_cli("translate --checkpoint " + quoted(ck) + " --input " + quoted(input), tmp);

@@ -2,6 +2,7 @@
 // geometrically with distance, self-attention's does not.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -15,7 +16,8 @@ namespace fs = std::filesystem;
 using namespace sf::lessons;
 
 TEST_CASE("demo path-length: recurrent gradients decay geometrically, attention's do not", "[demo][recurrent]") {
-  const PathLengthResult r = compute_path_length(0);
+  const PathLengthResult r = compute_path_length(0, /*train_steps=*/0);  // at initialisation only
+  CHECK(r.rnn_trained.empty());
   REQUIRE(r.rnn.size() == static_cast<std::size_t>(r.seq_len - 1));
   REQUIRE(r.attention.size() == r.rnn.size());
   // Geometric: every recurrent norm below the one a step nearer (up to a small wobble), the far end tiny.
@@ -37,7 +39,25 @@ TEST_CASE("demo path-length: recurrent gradients decay geometrically, attention'
   CHECK_FALSE(path_length_held(broken));
 }
 
-TEST_CASE("demo path-length runs, prints its verdict and writes its SVG", "[demo][recurrent]") {
+TEST_CASE("demo path-length after training: attention reads the first token in one step, the recurrent gradients still vanish",
+          "[demo][recurrent][trains]") {
+  const PathLengthResult r = compute_path_length(0);
+  REQUIRE(r.train_steps == kPathLengthTrainSteps);
+  REQUIRE(r.attention_trained.size() == r.attention.size());
+  INFO("losses: rnn " << r.rnn_loss << ", lstm " << r.lstm_loss << ", attention " << r.attention_loss);
+  CHECK(r.attention_loss < 0.05);
+  // its largest gradient is the one to the first token (the farthest), far above the others
+  CHECK(std::max_element(r.attention_trained.begin(), r.attention_trained.end()) == r.attention_trained.end() - 1);
+  CHECK(r.attention_trained.back() > 10 * r.attention_trained.front());
+  CHECK(r.rnn_trained.back() < 1e-3 * r.rnn_trained.front());
+  CHECK(r.lstm_trained.back() < 1e-3 * r.lstm_trained.front());
+  CHECK(path_length_held(r));
+  PathLengthResult broken = r;
+  broken.attention_loss = 0.3;  // an attention that did not learn the task fails the claim
+  CHECK_FALSE(path_length_held(broken));
+}
+
+TEST_CASE("demo path-length runs, prints its verdict and writes its SVG", "[demo][recurrent][trains]") {
   const fs::path svg = fs::temp_directory_path() / "sf-test-demo-path-length.svg";
   DemoOptions options;
   options.out = svg.string();

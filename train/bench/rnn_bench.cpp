@@ -2,6 +2,7 @@
 #include "train/bench/rnn_bench.h"
 
 #include <algorithm>
+#include <cmath>
 #include <iomanip>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -75,33 +76,20 @@ void print_row(std::ostream& os, const std::string& label, const std::string& va
   os << "  " << std::left << std::setw(44) << label << value << "\n";
 }
 
-}  // namespace
+// What run_rnn_bench measured: the JSON line and the table are written from this.
+struct RnnBenchReport {
+  double load_start = NAN, load_end = NAN, rss_start = NAN, rss_peak = NAN;
+  StepTiming step;
+  double tokens_per_s = 0;
+  std::vector<RnnLengthRow> rows;
+  ModelSection twin;  // the Transformer of the length table
+  std::int64_t twin_params = 0;
+  DecodeReport dec;
+};
 
-int run_rnn_bench(const Config& cfg, const BenchOptions& opt) {
-  if (nn::parse_arch(cfg.model.arch) != nn::Arch::Rnn)
-    throw std::invalid_argument("bench: run_rnn_bench needs arch rnn, got " + cfg.model.arch);
-  check_options_and_set_threads(cfg, opt);
-  const double load_start = load_average_1min();
-  const double rss_start = rss_now_mib();
-
-  // 1. training steps on the reference batch, then the peak memory they reached
-  const std::int64_t V = cfg.data.tokenizer_vocab_size;
-  const StepTiming step = time_training(cfg, model_config_from(cfg.model, V, V), opt);
-  const double rss_peak = peak_rss_mib();
-  const double tokens_per_s = static_cast<double>(opt.batch * opt.length) / step.median_s;
-
-  // 2. the length table, against the Transformer of the same width
-  const std::vector<RnnLengthRow> rows = rnn_length_rows(cfg, opt);
-  Config twin = cfg;
-  twin.model = transformer_twin(cfg.model);
-  Generator gen(static_cast<std::uint64_t>(cfg.train.seed));
-  const std::int64_t twin_params = nn::make_model(model_config_from(twin.model, V, V), gen)->parameter_count();
-
-  // 3. decoding: the recurrent state as the cache (no bf16 rows: the comparison is float32)
-  const DecodeReport dec = run_decoding(cfg, opt, /*bf16_rows=*/false);
-  const double load_end = load_average_1min();
-
-  const bool decoded = dec.sentences > 0;
+// The JSON line (tools/bench_pytorch_rnn.py prints the shared fields too).
+nlohmann::ordered_json rnn_bench_json(const Config& cfg, const BenchOptions& opt, const RnnBenchReport& r) {
+  const bool decoded = r.dec.sentences > 0;
   nlohmann::ordered_json j;
   j["tool"] = "scratchformer";
   j["mode"] = "rnn";
@@ -109,67 +97,102 @@ int run_rnn_bench(const Config& cfg, const BenchOptions& opt) {
   j["cpu"] = cpu_model();
   j["blas_core"] = blas_core_name();
   j["threads"] = num_threads();
-  j["load_avg_start"] = rounded(load_start, 2);
-  j["load_avg_end"] = rounded(load_end, 2);
-  j["params"] = step.params;
+  j["load_avg_start"] = rounded(r.load_start, 2);
+  j["load_avg_end"] = rounded(r.load_end, 2);
+  j["params"] = r.step.params;
   j["batch"] = opt.batch;
   j["length"] = opt.length;
   j["warmup"] = opt.warmup;
   j["steps"] = opt.steps;
-  j["step_ms"] = rounded(step.median_s * 1e3, 2);
-  j["step_ms_min"] = rounded(step.min_s * 1e3, 2);
-  j["step_ms_max"] = rounded(step.max_s * 1e3, 2);
-  j["loss"] = rounded(step.loss, 4);
-  j["tokens_per_s"] = rounded(tokens_per_s, 1);
-  j["rss_peak_mib"] = rounded(rss_peak, 1);
-  j["transformer_params"] = twin_params;
+  j["step_ms"] = rounded(r.step.median_s * 1e3, 2);
+  j["step_ms_min"] = rounded(r.step.min_s * 1e3, 2);
+  j["step_ms_max"] = rounded(r.step.max_s * 1e3, 2);
+  j["loss"] = rounded(r.step.loss, 4);
+  j["tokens_per_s"] = rounded(r.tokens_per_s, 1);
+  j["rss_peak_mib"] = rounded(r.rss_peak, 1);
+  j["transformer_params"] = r.twin_params;
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
-  for (const RnnLengthRow& r : rows)
-    list.push_back({{"T", r.length},
-                    {"batch", r.batch},
-                    {"rnn_step_ms", rounded(r.rnn_step_s * 1e3, 2)},
-                    {"transformer_step_ms", rounded(r.transformer_step_s * 1e3, 2)}});
+  for (const RnnLengthRow& row : r.rows)
+    list.push_back({{"T", row.length},
+                    {"batch", row.batch},
+                    {"rnn_step_ms", rounded(row.rnn_step_s * 1e3, 2)},
+                    {"transformer_step_ms", rounded(row.transformer_step_s * 1e3, 2)}});
   j["rows"] = list;
-  j["decode_sentences"] = dec.sentences;
-  j["greedy_sent_per_s"] = sentences_per_s(dec, dec.greedy_cache);
-  j["beam4_sent_per_s"] = sentences_per_s(dec, dec.beam_cache);
-  j["greedy_nocache_sent_per_s"] = sentences_per_s(dec, dec.greedy_nocache);
-  j["beam4_nocache_sent_per_s"] = sentences_per_s(dec, dec.beam_nocache);
-  j["greedy_tokens"] = decoded ? nlohmann::ordered_json(dec.greedy_cache.tokens) : nullptr;
-  j["beam4_tokens"] = decoded ? nlohmann::ordered_json(dec.beam_cache.tokens) : nullptr;
-  j["decode_batch"] = decoded ? nlohmann::ordered_json(dec.batch) : nullptr;
+  j["decode_sentences"] = r.dec.sentences;
+  j["greedy_sent_per_s"] = sentences_per_s(r.dec, r.dec.greedy_cache);
+  j["beam4_sent_per_s"] = sentences_per_s(r.dec, r.dec.beam_cache);
+  j["greedy_nocache_sent_per_s"] = sentences_per_s(r.dec, r.dec.greedy_nocache);
+  j["beam4_nocache_sent_per_s"] = sentences_per_s(r.dec, r.dec.beam_nocache);
+  j["greedy_tokens"] = decoded ? nlohmann::ordered_json(r.dec.greedy_cache.tokens) : nullptr;
+  j["beam4_tokens"] = decoded ? nlohmann::ordered_json(r.dec.beam_cache.tokens) : nullptr;
+  j["decode_batch"] = decoded ? nlohmann::ordered_json(r.dec.batch) : nullptr;
+  return j;
+}
 
+// The table: the setup, the step, the length table, decoding.
+void print_rnn_bench(std::ostream& os, const Config& cfg, const BenchOptions& opt, const RnnBenchReport& r) {
+  const ModelSection& ms = cfg.model;
+  os << "scratchformer bench: " << cfg.source_path << "\n"
+     << "machine   " << cpu_model() << ", " << num_threads() << " threads, load average " << fixed(r.load_start, 2)
+     << " at the start, " << fixed(r.load_end, 2) << " at the end\n"
+     << "BLAS      " << blas_core_report() << "\n"
+     << "model     rnn, " << ms.rnn_cell << ", " << ms.rnn_attention << " attention, D " << ms.d_model << " (encoder "
+     << ms.d_model / 2 << " per direction), layers " << ms.encoder_layers << "+" << ms.decoder_layers << ", V "
+     << cfg.data.tokenizer_vocab_size << ", dropout " << ms.dropout << "; " << r.step.params << " parameters\n"
+     << "batch     " << opt.batch << " pairs x " << opt.length << " source + " << opt.length
+     << " target tokens (random ids, no padding); " << cfg.train.optimizer << ", label smoothing "
+     << cfg.train.label_smoothing << "\n\n";
+  const StepTiming& step = r.step;
+  print_row(os, "training step (median of " + std::to_string(opt.steps) + " after " + std::to_string(opt.warmup) + ")",
+            fixed(step.median_s * 1e3, 1) + " ms  (min " + fixed(step.min_s * 1e3, 1) + ", max " +
+                fixed(step.max_s * 1e3, 1) + "; loss " + fixed(step.loss, 3) + ")");
+  print_row(os, "target tokens/s", fixed(r.tokens_per_s, 0));
+  print_row(os, "peak RSS (ru_maxrss)", fixed(r.rss_peak, 1) + " MiB  (" + fixed(r.rss_start, 1) + " MiB at the start)");
+
+  os << "\nstep time against length: " << opt.batch * opt.length
+     << " target tokens per step (batch x T, source length = T), median of " << kScalingSteps << " steps after "
+     << kScalingWarmup << ";\nthe Transformer: encoder-decoder, D " << r.twin.d_model << ", H " << r.twin.n_heads
+     << ", F " << r.twin.d_ff << ", layers " << r.twin.encoder_layers << "+" << r.twin.decoder_layers << ", "
+     << r.twin_params << " parameters\n";
+  os << std::right << std::setw(6) << "T" << std::setw(7) << "batch" << std::setw(11) << "rnn ms" << std::setw(16)
+     << "Transformer ms" << std::setw(14) << "rnn / Transf." << "\n";
+  for (const RnnLengthRow& row : r.rows)
+    os << std::setw(6) << row.length << std::setw(7) << row.batch << std::setw(11) << fixed(row.rnn_step_s * 1e3, 1)
+       << std::setw(16) << fixed(row.transformer_step_s * 1e3, 1) << std::setw(14)
+       << fixed(row.rnn_step_s / row.transformer_step_s, 2) << "\n";
+  print_decoding(os, cfg, r.dec, "state");
+}
+
+}  // namespace
+
+int run_rnn_bench(const Config& cfg, const BenchOptions& opt) {
+  if (nn::parse_arch(cfg.model.arch) != nn::Arch::Rnn)
+    throw std::invalid_argument("bench: run_rnn_bench needs arch rnn, got " + cfg.model.arch);
+  check_options_and_set_threads(cfg, opt);
+  RnnBenchReport r;
+  r.load_start = load_average_1min();
+  r.rss_start = rss_now_mib();
+
+  // 1. training steps on the reference batch, then the peak memory they reached
+  const std::int64_t V = cfg.data.tokenizer_vocab_size;
+  r.step = time_training(cfg, model_config_from(cfg.model, V, V), opt);
+  r.rss_peak = peak_rss_mib();
+  r.tokens_per_s = static_cast<double>(opt.batch * opt.length) / r.step.median_s;
+
+  // 2. the length table, against the Transformer of the same width
+  r.rows = rnn_length_rows(cfg, opt);
+  r.twin = transformer_twin(cfg.model);
+  Generator gen(static_cast<std::uint64_t>(cfg.train.seed));
+  r.twin_params = nn::make_model(model_config_from(r.twin, V, V), gen)->parameter_count();
+
+  // 3. decoding: the recurrent state as the cache (no bf16 rows: the comparison is float32)
+  r.dec = run_decoding(cfg, opt, /*bf16_rows=*/false);
+  r.load_end = load_average_1min();
+
+  const nlohmann::ordered_json j = rnn_bench_json(cfg, opt, r);
   if (!opt.json_only) {
-    const ModelSection& ms = cfg.model;
     std::ostringstream os;
-    os << "scratchformer bench: " << cfg.source_path << "\n"
-       << "machine   " << cpu_model() << ", " << num_threads() << " threads, load average " << fixed(load_start, 2)
-       << " at the start, " << fixed(load_end, 2) << " at the end\n"
-       << "BLAS      " << blas_core_report() << "\n"
-       << "model     rnn, " << ms.rnn_cell << ", " << ms.rnn_attention << " attention, D " << ms.d_model << " (encoder "
-       << ms.d_model / 2 << " per direction), layers " << ms.encoder_layers << "+" << ms.decoder_layers << ", V " << V
-       << ", dropout " << ms.dropout << "; " << step.params << " parameters\n"
-       << "batch     " << opt.batch << " pairs x " << opt.length << " source + " << opt.length
-       << " target tokens (random ids, no padding); " << cfg.train.optimizer << ", label smoothing "
-       << cfg.train.label_smoothing << "\n\n";
-    print_row(os, "training step (median of " + std::to_string(opt.steps) + " after " + std::to_string(opt.warmup) + ")",
-              fixed(step.median_s * 1e3, 1) + " ms  (min " + fixed(step.min_s * 1e3, 1) + ", max " +
-                  fixed(step.max_s * 1e3, 1) + "; loss " + fixed(step.loss, 3) + ")");
-    print_row(os, "target tokens/s", fixed(tokens_per_s, 0));
-    print_row(os, "peak RSS (ru_maxrss)", fixed(rss_peak, 1) + " MiB  (" + fixed(rss_start, 1) + " MiB at the start)");
-
-    os << "\nstep time against length: " << opt.batch * opt.length
-       << " target tokens per step (batch x T, source length = T), median of " << kScalingSteps << " steps after "
-       << kScalingWarmup << ";\nthe Transformer: encoder-decoder, D " << twin.model.d_model << ", H " << twin.model.n_heads
-       << ", F " << twin.model.d_ff << ", layers " << twin.model.encoder_layers << "+" << twin.model.decoder_layers << ", "
-       << twin_params << " parameters\n";
-    os << std::right << std::setw(6) << "T" << std::setw(7) << "batch" << std::setw(11) << "rnn ms" << std::setw(16)
-       << "Transformer ms" << std::setw(14) << "rnn / Transf." << "\n";
-    for (const RnnLengthRow& r : rows)
-      os << std::setw(6) << r.length << std::setw(7) << r.batch << std::setw(11) << fixed(r.rnn_step_s * 1e3, 1)
-         << std::setw(16) << fixed(r.transformer_step_s * 1e3, 1) << std::setw(14)
-         << fixed(r.rnn_step_s / r.transformer_step_s, 2) << "\n";
-    print_decoding(os, cfg, dec, "state");
+    print_rnn_bench(os, cfg, opt, r);
     std::cout << os.str() << "\n";
   }
   std::cout << j.dump() << std::endl;

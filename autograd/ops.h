@@ -124,8 +124,14 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, std::int64_t i
 // row max and sum (FlashAttention), and its backward recomputes the scores block by block.
 // q: (B,H,Tq,Dh), k, v: (B,H,Tk,Dh), mask: bool broadcastable to (B,H,Tq,Tk) (true = blocked)
 // or undefined, bias: float broadcastable to (B,H,Tq,Tk) or undefined -> (B,H,Tq,Dh)
+// band: keys a query sees by position alone, with no mask tensor; tiles wholly outside it are never
+// visited (the ladder's rungs 4 and 5, autograd/ladder/ladder.h).
+struct KeyBand {
+  bool causal = false;      // key j only up to the query's position (i + Tk - Tq)
+  std::int64_t window = 0;  // > 0: only the `window` keys ending there (implies causal); 0 = no window
+};
 Tensor tiled_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask, const Tensor& bias,
-                       double scale, std::int64_t block = 64);
+                       double scale, std::int64_t block = 64, KeyBand band = {});
 // The reference: scores, masked_fill(-inf), softmax, @ v, composed from the ops above (it makes
 // (B,H,Tq,Tk) scores and keeps the (B,H,Tq,Tk) weights for backward). Same arguments, no block.
 Tensor attention_naive(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask, const Tensor& bias,

@@ -34,6 +34,12 @@
 //          sum_k P_ik dP_ik = sum_k P_ik (dO_i . v_k) = dO_i . O_i: D needs no (Tq,Tk) tensor)
 //   dQ += scale dS K,  dK += scale dS^T Q,  dbias += dS
 //
+// A band (KeyBand, the ladder's rungs 4 and 5): when which keys a query may see follows from the
+// positions alone (causal: j <= i; a sliding window: i - W < j <= i, both shifted by Tk - Tq), no
+// mask tensor is read: the tile loops start and stop at the band's edges, so a tile wholly
+// outside it is never computed, and score_tile blocks the entries outside it in the tiles that
+// straddle an edge. With a window the work per query is O(W) instead of O(Tk).
+//
 // Fully masked rows: every score is -inf, m stays -inf and l = 0. Forward outputs zeros and
 // saves L = -inf; backward then takes P = 0 on that row, so it sends no gradient anywhere
 // (the convention of softmax in ops_softmax.cpp and of scaled_dot_product_attention).
@@ -120,6 +126,20 @@ struct AttentionArgs {
   const T* bias = nullptr;      // null: no bias
   Shape bias_strides;           // (B,H,Tq,Tk) strides of the bias
 
+  // Keys a query sees by position alone, with no mask tensor (the ladder's rungs 4 and 5): causal,
+  // key j only up to the query's own position i + Tk - Tq; with a window W > 0, only the W keys
+  // ending there. Tiles wholly outside are never visited.
+  KeyBand band;
+  // Query row i sees keys first_key(i) .. last_key(i) (none when last < first).
+  std::int64_t first_key(std::int64_t i) const {
+    return band.window > 0 ? std::max<std::int64_t>(0, i + Tk - Tq - band.window + 1) : 0;
+  }
+  std::int64_t last_key(std::int64_t i) const { return band.causal ? std::min(Tk - 1, i + Tk - Tq) : Tk - 1; }
+  // Whether any query of rows i0 .. i0+rows-1 sees any key of cols j0 .. j0+cols-1.
+  bool tile_visible(std::int64_t i0, std::int64_t rows, std::int64_t j0, std::int64_t cols) const {
+    return last_key(i0 + rows - 1) >= j0 && first_key(i0) <= j0 + cols - 1;
+  }
+
   std::int64_t br() const { return std::min(block, Tq); }  // rows of a tile
   std::int64_t bc() const { return std::min(block, Tk); }  // columns of a tile
   // Row i0 of pair (b, h)'s (Tq,Dh) queries, (Tk,Dh) keys, (Tk,Dh) values.
@@ -131,8 +151,9 @@ struct AttentionArgs {
 // q, k, v: contiguous; mask, bias: any layout or undefined.
 template <class T>
 AttentionArgs<T> make_args(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask, const Tensor& bias,
-                           double scale, std::int64_t block) {
+                           double scale, std::int64_t block, KeyBand band) {
   AttentionArgs<T> a;
+  a.band = band;
   a.B = q.size(0);
   a.H = q.size(1);
   a.Tq = q.size(2);
@@ -196,7 +217,12 @@ void score_tile(const AttentionArgs<T>& a, std::int64_t b, std::int64_t h, std::
     for (std::int64_t r = 0; r < rows; ++r)
       for (std::int64_t c = 0; c < cols; ++c)
         if (mask[r * st[2] + c * st[3]]) s[r * cols + c] = -std::numeric_limits<T>::infinity();
-  }
+  }  if (a.band.causal || a.band.window > 0)  // the position rule: keys outside the band blocked
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const std::int64_t first = a.first_key(i0 + r), last = a.last_key(i0 + r);
+      for (std::int64_t c = 0; c < cols; ++c)
+        if (j0 + c < first || j0 + c > last) s[r * cols + c] = -std::numeric_limits<T>::infinity();
+    }
 }
 
 // ---- scratch accounting (tiled_attention_peak_scratch_bytes) ---------------------------------
@@ -253,7 +279,10 @@ void forward_pair(const AttentionArgs<T>& a, std::int64_t b, std::int64_t h, For
     std::fill_n(w.m.begin(), rows, kNegInf);
     std::fill_n(w.l.begin(), rows, 0.0);
     std::fill_n(w.acc.begin(), rows * a.Dh, T(0));
-    for (std::int64_t j0 = 0; j0 < a.Tk; j0 += a.block) {
+    // the key blocks these rows see: all of them, or (a band) those from the first row's first
+    // key to the last row's last key
+    const std::int64_t j_begin = a.first_key(i0) / a.block * a.block, j_end = a.last_key(i0 + rows - 1) + 1;
+    for (std::int64_t j0 = j_begin; j0 < j_end; j0 += a.block) {
       const std::int64_t cols = std::min(a.block, a.Tk - j0);
       T* s = w.s.data();
       score_tile(a, b, h, i0, rows, j0, cols, s);  // S: (rows, cols)
@@ -362,6 +391,7 @@ void backward_pair(const AttentionArgs<T>& a, const BackwardArgs<T>& bwd, std::i
     T* dv_j = bwd.dv ? bwd.dv + (pair * a.Tk + j0) * a.Dh : nullptr;  // (cols,Dh)
     for (std::int64_t i0 = 0; i0 < a.Tq; i0 += a.block) {
       const std::int64_t rows = std::min(a.block, a.Tq - i0);
+      if (!a.tile_visible(i0, rows, j0, cols)) continue;  // outside the band: P = 0 on the whole tile
       const T* q_i = a.q_rows(b, h, i0);                                // (rows,Dh)
       const T* grad_output_i = grad_output + i0 * a.Dh;                 // (rows,Dh): dO_i
       T* dq_i = bwd.dq ? bwd.dq + (pair * a.Tq + i0) * a.Dh : nullptr;  // (rows,Dh)
@@ -455,21 +485,25 @@ struct TiledAttention final : Node {
   Tensor lse;        // (B,H,Tq): L = m + log(l) of each query row; -inf for a fully masked row
   double scale = 1;
   std::int64_t block = 64;
+  KeyBand band;
   const char* name() const override { return "TiledAttention"; }
 
   static Tensor forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask, const Tensor& bias,
-                        double scale, std::int64_t block) {
+                        double scale, std::int64_t block, KeyBand band) {
     const Shape scores = check_attention_inputs(q, k, v, mask, bias, "tiled_attention");
     if (block < 1)
       throw std::invalid_argument("tiled_attention: expected block >= 1 (rows and columns of a score tile), got " +
                                   std::to_string(block));
+    if (band.window < 0)
+      throw std::invalid_argument("tiled_attention: expected a window >= 0 (0 = none), got " + std::to_string(band.window));
+    if (band.window > 0) band.causal = true;  // a window of W keys ends at the query's own position
     const Tensor qc = contiguous(q.detach()), kc = contiguous(k.detach()), vc = contiguous(v.detach());
     const Tensor bias_d = bias.defined() ? bias.detach() : Tensor();
     Tensor out = empty(q.shape(), q.dtype());
     Tensor lse = empty({scores[0], scores[1], scores[2]}, q.dtype());
     dispatch_float(q.dtype(), "tiled_attention", [&](auto tag) {
       using T = decltype(tag);
-      tiled_forward_kernel<T>(make_args<T>(qc, kc, vc, mask, bias_d, scale, block), out.data<T>(), lse.data<T>());
+      tiled_forward_kernel<T>(make_args<T>(qc, kc, vc, mask, bias_d, scale, block, band), out.data<T>(), lse.data<T>());
     });
     if (any_requires_grad({&q, &k, &v, &bias})) {
       auto node = std::make_shared<TiledAttention>();
@@ -482,6 +516,7 @@ struct TiledAttention final : Node {
       node->lse = lse;
       node->scale = scale;
       node->block = block;
+      node->band = band;
       connect(node, {&q, &k, &v, &bias}, out);
     }
     return out;
@@ -506,7 +541,7 @@ struct TiledAttention final : Node {
         bwd.dbias = dbias.data<T>();
         bwd.dbias_strides = broadcast_strides(dbias, {q.size(0), q.size(1), q.size(2), k.size(2)});
       }
-      tiled_backward_kernel<T>(make_args<T>(q, k, v, mask, bias, scale, block), bwd);
+      tiled_backward_kernel<T>(make_args<T>(q, k, v, mask, bias, scale, block, band), bwd);
     });
     return {dq, dk, dv, dbias.defined() ? reshape(dbias, bias.shape()) : Tensor()};
   }
@@ -518,8 +553,8 @@ struct TiledAttention final : Node {
 
 // q: (B,H,Tq,Dh), k, v: (B,H,Tk,Dh) -> (B,H,Tq,Dh)
 Tensor tiled_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask, const Tensor& bias,
-                       double scale, std::int64_t block) {
-  return TiledAttention::forward(q, k, v, mask, bias, scale, block);
+                       double scale, std::int64_t block, KeyBand band) {
+  return TiledAttention::forward(q, k, v, mask, bias, scale, block, band);
 }
 
 // The reference beside the tiled op: the same math composed from ops, each with its own

@@ -36,6 +36,7 @@
 #include "nn/model.h"
 #include "nn/seq2seq.h"
 #include "test_util.h"
+#include "train/bench/attention_bench.h"
 #include "train/bench/bench.h"
 #include "train/bench/generation_bench.h"
 #include "train/bench/rnn_bench.h"
@@ -612,4 +613,38 @@ TEST_CASE("bench generation builds another arch as decoder-only and says so", "[
   const nlohmann::json j = nlohmann::json::parse(out.substr(out.rfind('\n', out.size() - 2) + 1));
   CHECK(j["arch_overridden"] == true);
   CHECK(j["rows"].size() == 1);
+}
+
+TEST_CASE("bench --attention: every rung at every length, memory that grows as the rung says", "[bench][ladder]") {
+  train::AttentionBenchOptions opt;
+  opt.lengths = {32, 128};
+  opt.window = 16;
+  opt.steps = 1;
+  opt.heads = 2;
+  opt.head_dim = 8;
+  const std::vector<train::AttentionBenchCell> cells = train::attention_bench_cells(opt);
+  REQUIRE(cells.size() == 12);  // 6 rungs at each length (rung 1 up to T 1024)
+  auto at = [&](const std::string& prefix, std::int64_t T) {
+    for (const auto& c : cells)
+      if (c.rung.rfind(prefix, 0) == 0 && c.length == T) return c;
+    FAIL("no cell " << prefix << " at T " << T);
+    return train::AttentionBenchCell{};
+  };
+  for (const auto& c : cells) {
+    INFO(c.rung << " at T " << c.length);
+    CHECK(c.seconds > 0);
+    CHECK(c.peak_bytes > 0);
+  }
+  // rung 2 keeps (T,T) tensors: 4x the length, about 16x the memory; a window mask on it saves nothing
+  const double matmul_growth = double(at("2 matmul", 128).peak_bytes) / double(at("2 matmul", 32).peak_bytes);
+  INFO("rung 2 memory grew " << matmul_growth << "x");
+  CHECK(matmul_growth > 8);
+  CHECK(at("2 matmul, window", 128).peak_bytes >= at("2 matmul", 128).peak_bytes);
+  // rungs 3, 4, 5 keep O(T): 4x the length, at most about 4x the memory, and far below rung 2's
+  for (const char* rung : {"3 tiled", "4 window", "5 causal"}) {
+    const double growth = double(at(rung, 128).peak_bytes) / double(at(rung, 32).peak_bytes);
+    INFO(rung << " memory grew " << growth << "x");
+    CHECK(growth < 6);
+    CHECK(at(rung, 128).peak_bytes < at("2 matmul", 128).peak_bytes);
+  }
 }

@@ -713,6 +713,33 @@ def run_worker(args, kind, torch_threads, blas_threads, probe=False, bf16=False,
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def machine_lines(settings, best, load_start, load_end):
+    """The table's machine and BLAS lines (bench_pytorch_rnn.py's too)."""
+    tried = ", ".join(f"{r['torch_threads']}x{r['blas_threads']}" for r in settings)
+    chosen = openblas_core()
+    return [f"machine   {cpu_model()}, best of torch threads x OpenBLAS threads {tried}: "
+            f"{best['torch_threads']}x{best['blas_threads']}; load average {fixed(load_start, 2)} at the start, "
+            f"{fixed(load_end, 2)} at the end",
+            f"BLAS      OpenBLAS {best['blas_core']}" +
+            (f" (OPENBLAS_CORETYPE set: OpenBLAS chose its generic {chosen} for this CPU)"
+             if best['blas_core'] != chosen else "")]
+
+
+def table_row(out, label, value):
+    out.append(f"  {label:<44}{value}")
+
+
+def step_rows(out, args, settings, best, step_s, tokens_per_s):
+    """The table's rows of the training step: each thread setting, the best one's median, tokens/s."""
+    for r in settings:
+        table_row(out, f"step, torch {r['torch_threads']} / OpenBLAS {r['blas_threads']} threads",
+                  f"{r['step_s'] * 1e3:.1f} ms")
+    table_row(out, f"training step (median of {args.steps} after {args.warmup})",
+              f"{step_s * 1e3:.1f} ms  (min {best['step_min_s'] * 1e3:.1f}, max {best['step_max_s'] * 1e3:.1f}; "
+              f"loss {best['loss']:.3f})")
+    table_row(out, "target tokens/s", f"{tokens_per_s:.0f}")
+
+
 def make_parser(description, workers):
     """The command line (bench_pytorch_rnn.py's too); workers: the hidden --worker's choices."""
     p = argparse.ArgumentParser(description=description)
@@ -828,14 +855,8 @@ def main():
     }
 
     if not args.json:
-        tried = ", ".join(f"{r['torch_threads']}x{r['blas_threads']}" for r in settings)
         out = [f"bench_pytorch: {args.config} (torch {best['torch_version']})",
-               f"machine   {cpu_model()}, best of torch threads x OpenBLAS threads {tried}: "
-               f"{best['torch_threads']}x{best['blas_threads']}; load average {fixed(load_start, 2)} at the start, "
-               f"{fixed(load_end, 2)} at the end",
-               f"BLAS      OpenBLAS {best['blas_core']}" + (f" (OPENBLAS_CORETYPE set: OpenBLAS chose its generic "
-                                                             f"{openblas_core()} for this CPU)"
-                                                             if best['blas_core'] != openblas_core() else ""),
+               *machine_lines(settings, best, load_start, load_end),
                f"model     D {m['d_model']}, H {m['n_heads']}, F {m['d_ff']}, layers {m['encoder_layers']}+"
                f"{m['decoder_layers']}, V {m['vocab']}, relu, post-layernorm, dropout {m['dropout']}, shared, tied "
                f"embeddings; {best['params']} parameters",
@@ -846,15 +867,9 @@ def main():
                f"{f['total'] / 1e9:.3f} GFLOP (matrix products only)", ""]
 
         def row(label, value):
-            out.append(f"  {label:<44}{value}")
+            table_row(out, label, value)
 
-        for r in settings:
-            row(f"step, torch {r['torch_threads']} / OpenBLAS {r['blas_threads']} threads",
-                f"{r['step_s'] * 1e3:.1f} ms")
-        row(f"training step (median of {args.steps} after {args.warmup})",
-            f"{step_s * 1e3:.1f} ms  (min {best['step_min_s'] * 1e3:.1f}, max {best['step_max_s'] * 1e3:.1f}; "
-            f"loss {best['loss']:.3f})")
-        row("target tokens/s", f"{tokens_per_s:.0f}")
+        step_rows(out, args, settings, best, step_s, tokens_per_s)
         row("achieved", f"{gflops:.2f} GFLOP/s")
         row(f"cblas_sgemm {best['sgemm_shape']}", f"{best['sgemm_gflops']:.2f} GFLOP/s")
         row("model FLOPs utilisation", f"{100 * gflops / best['sgemm_gflops']:.1f} %")

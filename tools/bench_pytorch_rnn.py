@@ -339,14 +339,8 @@ def run(args):
 
     if not args.json:
         m = best["model"]
-        tried = ", ".join(f"{r['torch_threads']}x{r['blas_threads']}" for r in settings)
         out = [f"bench_pytorch: {args.config} (torch {best['torch_version']}, arch rnn)",
-               f"machine   {bp.cpu_model()}, best of torch threads x OpenBLAS threads {tried}: "
-               f"{best['torch_threads']}x{best['blas_threads']}; load average {bp.fixed(load_start, 2)} at the start, "
-               f"{bp.fixed(load_end, 2)} at the end",
-               f"BLAS      OpenBLAS {best['blas_core']}" + (f" (OPENBLAS_CORETYPE set: OpenBLAS chose its generic "
-                                                             f"{bp.openblas_core()} for this CPU)"
-                                                             if best['blas_core'] != bp.openblas_core() else ""),
+               *bp.machine_lines(settings, best, load_start, load_end),
                f"model     RnnSeq2Seq: {m['rnn_cell']}, {m['rnn_attention']} attention, D {m['d_model']}, layers "
                f"{m['encoder_layers']} (bidirectional) + {m['decoder_layers']}, V {m['vocab']}, dropout "
                f"{m['dropout']}; {best['params']} parameters",
@@ -354,15 +348,9 @@ def run(args):
                f"no padding); adam, label smoothing {m['label_smoothing']}", ""]
 
         def row(label, value):
-            out.append(f"  {label:<44}{value}")
+            bp.table_row(out, label, value)
 
-        for r in settings:
-            row(f"step, torch {r['torch_threads']} / OpenBLAS {r['blas_threads']} threads",
-                f"{r['step_s'] * 1e3:.1f} ms")
-        row(f"training step (median of {args.steps} after {args.warmup})",
-            f"{step_s * 1e3:.1f} ms  (min {best['step_min_s'] * 1e3:.1f}, max {best['step_max_s'] * 1e3:.1f}; "
-            f"loss {best['loss']:.3f})")
-        row("target tokens/s", f"{tokens_per_s:.0f}")
+        bp.step_rows(out, args, settings, best, step_s, tokens_per_s)
         row("peak RSS (ru_maxrss)", f"{best['rss_peak']:.1f} MiB")
         out += ["", f"length table: source = target length T, {ROW_TOKENS} target tokens per step, median of "
                     f"{row_steps} after {row_warmup}, torch {best['torch_threads']} / OpenBLAS "

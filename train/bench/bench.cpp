@@ -406,11 +406,8 @@ nlohmann::ordered_json bench_json(const Config& cfg, const BenchOptions& opt, co
 // The table's first lines: the config, the machine, the model, the batch and its FLOPs.
 void print_setup(std::ostream& os, const Config& cfg, const BenchOptions& opt, const BenchReport& r) {
   const ModelSection& ms = cfg.model;
-  os << "scratchformer bench: " << cfg.source_path << "\n"
-     << "machine   " << cpu_model() << ", " << num_threads() << " threads, load average " << fixed(r.load_start, 2)
-     << " at the start, " << fixed(r.load_end, 2) << " at the end\n"
-     << "BLAS      " << blas_core_report() << "\n"
-     << "model     " << ms.arch << ", D " << ms.d_model << ", H " << ms.n_heads << ", F " << ms.d_ff << ", layers " << layer_count(ms)
+  print_machine(os, "", cfg, r.load_start, r.load_end);
+  os << "model     " << ms.arch << ", D " << ms.d_model << ", H " << ms.n_heads << ", F " << ms.d_ff << ", layers " << layer_count(ms)
      << ", V " << r.vocab << ", " << ms.activation << ", " << ms.norm_position << "-" << ms.norm
      << ", dropout " << ms.dropout << (ms.share_embeddings ? ", shared" : "") << (ms.tie_output ? ", tied" : "")
      << " embeddings, " << ms.attention << " attention; " << r.step.params << " parameters\n"
@@ -420,11 +417,6 @@ void print_setup(std::ostream& os, const Config& cfg, const BenchOptions& opt, c
      << "FLOPs     forward " << fixed(r.flops.forward() / 1e9, 3) << " G (projections " << fixed(r.flops.projections / 1e9, 3)
      << ", attention " << fixed(r.flops.attention / 1e9, 3) << ", output " << fixed(r.flops.output / 1e9, 3)
      << "), backward 2x, step " << fixed(r.flops.total() / 1e9, 3) << " GFLOP (matrix products only)\n\n";
-}
-
-// "  label                                       value"
-void print_row(std::ostream& os, const std::string& label, const std::string& value) {
-  os << "  " << std::left << std::setw(44) << label << value << "\n";
 }
 
 // The training step against the machine: time, throughput, MFU, the BLAS floor, memory.
@@ -589,11 +581,8 @@ int run_scaling_bench(const Config& cfg, const BenchOptions& opt) {
   if (!opt.json_only) {
     const ModelSection& ms = cfg.model;
     std::ostringstream os;
-    os << "scratchformer bench --scaling: " << cfg.source_path << "\n"
-       << "machine   " << cpu_model() << ", " << num_threads() << " threads, load average " << fixed(load_start, 2)
-       << " at the start, " << fixed(load_end, 2) << " at the end\n"
-       << "BLAS      " << blas_core_report() << "\n"
-       << "model     " << ms.arch << ", D " << ms.d_model << ", H " << ms.n_heads << ", F " << ms.d_ff << ", layers " << layer_count(ms)
+    print_machine(os, " --scaling", cfg, load_start, load_end);
+    os << "model     " << ms.arch << ", D " << ms.d_model << ", H " << ms.n_heads << ", F " << ms.d_ff << ", layers " << layer_count(ms)
        << ", V " << cfg.data.tokenizer_vocab_size << "\n"
        << "batch     " << budget << " target tokens per step (batch x T, source length = T); median of " << opt.steps
        << " steps after " << opt.warmup << "\n"

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "autograd/runtime/blas_core.h"
 #include "autograd/runtime/threads.h"
 #include "train/eval/evaluate.h"
 
@@ -41,6 +42,17 @@ std::string fixed(double x, int digits) {
   std::ostringstream os;
   os << std::fixed << std::setprecision(digits) << x;
   return os.str();
+}
+
+void print_machine(std::ostream& os, const std::string& mode, const Config& cfg, double load_start, double load_end) {
+  os << "scratchformer bench" << mode << ": " << cfg.source_path << "\n"
+     << "machine   " << cpu_model() << ", " << num_threads() << " threads, load average " << fixed(load_start, 2)
+     << " at the start, " << fixed(load_end, 2) << " at the end\n"
+     << "BLAS      " << blas_core_report() << "\n";
+}
+
+void print_row(std::ostream& os, const std::string& label, const std::string& value) {
+  os << "  " << std::left << std::setw(44) << label << value << "\n";
 }
 
 void check_options_and_set_threads(const Config& cfg, const BenchOptions& opt) {

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,12 @@ double load_average_1min();
 nlohmann::ordered_json rounded(double x, int digits);
 // x with `digits` decimals, or "-" when not finite.
 std::string fixed(double x, int digits);
+
+// A table's first lines: "scratchformer bench<mode>: <config>", the machine (CPU, threads, the
+// load average before and after) and the BLAS kernel (blas_core.h).
+void print_machine(std::ostream& os, const std::string& mode, const Config& cfg, double load_start, double load_end);
+// "  label                                       value"
+void print_row(std::ostream& os, const std::string& label, const std::string& value);
 
 // Throws on an option out of range; then sets the thread count (--threads, else run.threads).
 void check_options_and_set_threads(const Config& cfg, const BenchOptions& opt);

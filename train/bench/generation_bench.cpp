@@ -158,10 +158,7 @@ void print_generation_setup(std::ostream& os, const Config& cfg, const BenchOpti
                             double load_start, double load_end) {
   const nn::ModelConfig& m = rep.model;
   const std::int64_t G = opt.generation_tokens;
-  os << "scratchformer bench --generation: " << cfg.source_path << "\n"
-     << "machine   " << cpu_model() << ", " << num_threads() << " threads, load average " << fixed(load_start, 2)
-     << " at the start, " << fixed(load_end, 2) << " at the end\n"
-     << "BLAS      " << blas_core_report() << "\n";
+  print_machine(os, " --generation", cfg, load_start, load_end);
   if (rep.arch_overridden)
     os << "note      model.arch is " << cfg.model.arch << ": built as decoder-only from the same [model] ("
        << m.decoder_layers << " decoder_layers, no encoder)\n";

@@ -71,11 +71,6 @@ std::vector<RnnLengthRow> rnn_length_rows(const Config& cfg, const BenchOptions&
 
 namespace {
 
-// "  label                                       value"
-void print_row(std::ostream& os, const std::string& label, const std::string& value) {
-  os << "  " << std::left << std::setw(44) << label << value << "\n";
-}
-
 // What run_rnn_bench measured: the JSON line and the table are written from this.
 struct RnnBenchReport {
   double load_start = NAN, load_end = NAN, rss_start = NAN, rss_peak = NAN;
@@ -132,11 +127,8 @@ nlohmann::ordered_json rnn_bench_json(const Config& cfg, const BenchOptions& opt
 // The table: the setup, the step, the length table, decoding.
 void print_rnn_bench(std::ostream& os, const Config& cfg, const BenchOptions& opt, const RnnBenchReport& r) {
   const ModelSection& ms = cfg.model;
-  os << "scratchformer bench: " << cfg.source_path << "\n"
-     << "machine   " << cpu_model() << ", " << num_threads() << " threads, load average " << fixed(r.load_start, 2)
-     << " at the start, " << fixed(r.load_end, 2) << " at the end\n"
-     << "BLAS      " << blas_core_report() << "\n"
-     << "model     rnn, " << ms.rnn_cell << ", " << ms.rnn_attention << " attention, D " << ms.d_model << " (encoder "
+  print_machine(os, "", cfg, r.load_start, r.load_end);
+  os << "model     rnn, " << ms.rnn_cell << ", " << ms.rnn_attention << " attention, D " << ms.d_model << " (encoder "
      << ms.d_model / 2 << " per direction), layers " << ms.encoder_layers << "+" << ms.decoder_layers << ", V "
      << cfg.data.tokenizer_vocab_size << ", dropout " << ms.dropout << "; " << r.step.params << " parameters\n"
      << "batch     " << opt.batch << " pairs x " << opt.length << " source + " << opt.length

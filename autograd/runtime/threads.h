@@ -11,6 +11,19 @@ namespace sf {
 
 void set_num_threads(int n);  // OpenMP threads, n >= 1 (OpenBLAS runs one call per thread: gemm.h)
 int num_threads();
+// Runs the enclosing scope on n threads, then puts the count back. For work too small to share:
+// a tiny model's OpenMP loops gain nothing from a second thread, and beside other work (ctest
+// -j2) every loop waits for a thread that is not running.
+class ThreadCountScope {
+ public:
+  explicit ThreadCountScope(int n) : saved_(num_threads()) { set_num_threads(n); }
+  ~ThreadCountScope() { set_num_threads(saved_); }
+  ThreadCountScope(const ThreadCountScope&) = delete;
+  ThreadCountScope& operator=(const ThreadCountScope&) = delete;
+
+ private:
+  int saved_;
+};
 // The cores this process can use: the CPUs it may run on (its affinity mask, which taskset and a
 // container's cpuset narrow), fewer if its cgroup's CPU quota allows fewer (`docker --cpus 1.5`:
 // 2), at least 1. Read once, at the first call. The default thread count, and how many blocks gemm

@@ -11,6 +11,7 @@
 
 #include "autograd/node.h"
 #include "autograd/ops.h"
+#include "autograd/runtime/threads.h"
 #include "nn/attention.h"
 #include "nn/rnn_seq2seq.h"
 #include "nn/seq2seq.h"
@@ -105,6 +106,7 @@ std::string alignment_svg(const AlignmentResult& r) {
 }
 
 AlignmentResult compute_alignment(std::uint64_t seed, std::int64_t steps) {
+  const ThreadCountScope one_thread(1);  // tiny models: a second thread only waits (threads.h)
   const ToyTask task = reverse_task();
   AlignmentResult r;
   r.d_model = kD, r.steps = steps, r.eval_len = kEvalLen;

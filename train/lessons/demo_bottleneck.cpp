@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <ostream>
 
+#include "autograd/runtime/threads.h"
 #include "nn/model.h"
 #include "train/classroom/svg.h"
 #include "train/lessons/demo.h"
@@ -69,6 +70,7 @@ std::string bottleneck_svg(const BottleneckResult& r) {
 }
 
 BottleneckResult compute_bottleneck(std::uint64_t seed, std::int64_t steps) {
+  const ThreadCountScope one_thread(1);  // tiny models: a second thread only waits (threads.h)
   const ToyTask task = copy_task();
   BottleneckResult r;
   r.d_model = kD, r.steps = steps, r.batch = kBatch, r.train_min_len = task.min_len, r.train_max_len = task.max_len;

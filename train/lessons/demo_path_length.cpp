@@ -12,6 +12,7 @@
 
 #include "autograd/generator.h"
 #include "autograd/ops.h"
+#include "autograd/runtime/threads.h"
 #include "nn/attention.h"
 #include "nn/recurrent.h"
 #include "train/classroom/svg.h"
@@ -155,6 +156,7 @@ std::string path_length_svg(const PathLengthResult& r) {
 }  // namespace
 
 PathLengthResult compute_path_length(std::uint64_t seed, std::int64_t train_steps) {
+  const ThreadCountScope one_thread(1);  // tiny models: a second thread only waits (threads.h)
   Generator gen(seed);
   PathLengthResult r;
   r.seq_len = kT, r.d_model = kD, r.train_steps = train_steps;

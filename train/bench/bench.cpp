@@ -356,10 +356,7 @@ nlohmann::ordered_json bench_json(const Config& cfg, const BenchOptions& opt, co
   j["flops_step"] = r.flops.total();
   j["warmup"] = opt.warmup;
   j["steps"] = opt.steps;
-  j["step_ms"] = rounded(r.step.median_s * 1e3, 2);
-  j["step_ms_min"] = rounded(r.step.min_s * 1e3, 2);
-  j["step_ms_max"] = rounded(r.step.max_s * 1e3, 2);
-  j["loss"] = rounded(r.step.loss, 4);
+  add_step_fields(j, r.step);
   j["tokens_per_s"] = rounded(r.tokens_per_s, 1);
   j["gflops"] = rounded(r.gflops, 2);
   j["sgemm_shape"] = gemm_shape_str(r.largest);

@@ -71,6 +71,13 @@ StepTiming time_training(const Config& cfg, const nn::ModelConfig& mcfg, const B
   return r;
 }
 
+void add_step_fields(nlohmann::ordered_json& j, const StepTiming& step) {
+  j["step_ms"] = rounded(step.median_s * 1e3, 2);
+  j["step_ms_min"] = rounded(step.min_s * 1e3, 2);
+  j["step_ms_max"] = rounded(step.max_s * 1e3, 2);
+  j["loss"] = rounded(step.loss, 4);
+}
+
 // ---- decoding ------------------------------------------------------------------------------
 
 namespace {

@@ -35,6 +35,9 @@ struct StepTiming {
   std::int64_t params = 0;
 };
 
+// The step's fields of a JSON line: step_ms, step_ms_min, step_ms_max, loss.
+void add_step_fields(nlohmann::ordered_json& j, const StepTiming& step);
+
 // warmup + steps training steps of a fresh model of the config's shape on one random batch
 // (opt.batch pairs of opt.length tokens).
 StepTiming time_training(const Config& cfg, const nn::ModelConfig& mcfg, const BenchOptions& opt);

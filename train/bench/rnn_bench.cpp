@@ -99,10 +99,7 @@ nlohmann::ordered_json rnn_bench_json(const Config& cfg, const BenchOptions& opt
   j["length"] = opt.length;
   j["warmup"] = opt.warmup;
   j["steps"] = opt.steps;
-  j["step_ms"] = rounded(r.step.median_s * 1e3, 2);
-  j["step_ms_min"] = rounded(r.step.min_s * 1e3, 2);
-  j["step_ms_max"] = rounded(r.step.max_s * 1e3, 2);
-  j["loss"] = rounded(r.step.loss, 4);
+  add_step_fields(j, r.step);
   j["tokens_per_s"] = rounded(r.tokens_per_s, 1);
   j["rss_peak_mib"] = rounded(r.rss_peak, 1);
   j["transformer_params"] = r.twin_params;

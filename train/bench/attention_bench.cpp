@@ -150,6 +150,7 @@ std::vector<AttentionBenchCell> attention_bench_cells(const AttentionBenchOption
 int run_attention_bench(const AttentionBenchOptions& opt, std::int64_t threads) {
   if (threads < 0) throw std::invalid_argument("bench: --threads must be >= 0, got " + std::to_string(threads));
   if (threads > 0) set_num_threads(static_cast<int>(threads));
+  if (!opt.svg.empty()) check_output_file(opt.svg, ".svg", "bench --attention");  // before minutes of measuring
   const double load_start = load_average_1min();
   const std::vector<AttentionBenchCell> cells = attention_bench_cells(opt);
   const double load_end = load_average_1min();
@@ -199,7 +200,6 @@ int run_attention_bench(const AttentionBenchOptions& opt, std::int64_t threads) 
     std::cout << os.str() << "\n";
   }
   if (!opt.svg.empty()) {
-    check_output_file(opt.svg, ".svg", "bench --attention");
     write_file_atomically(opt.svg, attention_bench_svg(cells, rungs));
     if (!opt.json_only) std::cout << "SVG written to / 图已写入: " << opt.svg << "\n";
   }

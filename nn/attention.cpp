@@ -9,7 +9,11 @@
 // composition (autograd/ops_attention.cpp; tests/test_tiled_model.cpp checks they agree).
 #include "nn/attention.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <numeric>
 #include <limits>
 #include <stdexcept>
 #include <tuple>
@@ -70,6 +74,12 @@ Tensor repeat_kv_heads(const Tensor& x, std::int64_t groups) {
   return reshape(grouped, {s[0], s[1] * groups, s[2], s[3]});
 }
 
+// a, b: bool masks (TRUE = BLOCKED) -> bool at their broadcast shape, blocked where either is.
+Tensor mask_union(const Tensor& a, const Tensor& b) {
+  const Shape shape = broadcast_shapes(a.shape(), b.shape(), "mask_union");
+  return masked_fill(expand(b, shape), a, 1.0);
+}
+
 std::string head_layout_str(std::int64_t d_model, std::int64_t n_heads) {
   return "d_model " + std::to_string(d_model) + " / n_heads " + std::to_string(n_heads);
 }
@@ -88,6 +98,19 @@ Tensor causal_mask(std::int64_t t_q, std::int64_t t_k, std::int64_t q_start) {
     for (std::int64_t j = 0; j < t_k; ++j) blocked[i * t_k + j] = j > q_start + i;
   return from_vector<bool>(blocked, {t_q, t_k});
   // END SOLUTION
+}
+
+// -> bool (Tq, Tk)
+Tensor window_mask(std::int64_t t_q, std::int64_t t_k, std::int64_t window, std::int64_t q_start, std::int64_t k_start) {
+  SF_EXPECT(t_q >= 0 && t_k >= 0 && window >= 1 && q_start >= 0 && k_start >= 0,
+            "window_mask: expected t_q, t_k, q_start, k_start >= 0 and window >= 1, got t_q ", t_q, ", t_k ", t_k,
+            ", window ", window, ", q_start ", q_start, ", k_start ", k_start);
+  std::vector<bool> outside(t_q * t_k);  // row q_pos, column k_pos
+  for (std::int64_t row = 0; row < t_q; ++row) {
+    const std::int64_t q_pos = q_start + row;
+    for (std::int64_t col = 0; col < t_k; ++col) outside[row * t_k + col] = std::abs(q_pos - (k_start + col)) >= window;
+  }
+  return from_vector<bool>(outside, {t_q, t_k});
 }
 
 // ids: (B,S) int64 -> bool (B,1,1,S)
@@ -118,17 +141,89 @@ Tensor merge_heads(const Tensor& x) {
   // END SOLUTION
 }
 
-// k, v: (B,Hkv,Tnew,Dh) -> cache.k, cache.v: (B,Hkv,T_cached+Tnew,Dh)
-void append_to_cache(KVCache& cache, const Tensor& k, const Tensor& v) {
+namespace {
+
+void check_new_keys(const KVCache& cache, const Tensor& k, const Tensor& v) {
   if (k.dim() != 4 || v.shape() != k.shape())
     throw std::invalid_argument("append_to_cache: expected new k and v of the same shape (B,Hkv,T,Dh), got k " +
                                 shape_str(k.shape()) + " and v " + shape_str(v.shape()));
-  const bool fits = cache.length() == 0 || (cache.k.size(0) == k.size(0) && cache.k.size(1) == k.size(1) &&
-                                            cache.k.size(3) == k.size(3));
+  const bool fits = cache.slots() == 0 || (cache.k.size(0) == k.size(0) && cache.k.size(1) == k.size(1) &&
+                                           cache.k.size(3) == k.size(3));
   if (!fits)
     throw std::invalid_argument("MultiHeadAttention: cache holds k of shape " + shape_str(cache.k.shape()) +
                                 ", expected (" + std::to_string(k.size(0)) + "," + std::to_string(k.size(1)) +
                                 ",T," + std::to_string(k.size(3)) + ")");
+}
+
+// Whether the ring's tensor may be written in place: contiguous and seen by nothing else (no
+// view, no graph), as beam search's in-place reorder asks (nn/model.cpp).
+bool owned_alone(const Tensor& x) {
+  return x.is_contiguous() && !x.requires_grad() && !x.grad_fn() && x.impl_ptr().use_count() == 1 &&
+         x.impl()->storage.use_count() == 1;
+}
+
+// ring (B,Hkv,W,Dh) slot `slot` <- fresh (B,Hkv,1,Dh), in place.
+void write_slot(Tensor& ring, const Tensor& fresh, std::int64_t slot) {
+  const Tensor row = fresh.contiguous();
+  const std::int64_t rows = ring.size(0) * ring.size(1), slots = ring.size(2);
+  const std::size_t row_bytes = static_cast<std::size_t>(ring.size(3)) * dtype_size(ring.dtype());
+  auto* dst = static_cast<unsigned char*>(ring.raw_data());
+  const auto* src = static_cast<const unsigned char*>(row.raw_data());
+  for (std::int64_t r = 0; r < rows; ++r)
+    std::memcpy(dst + (r * slots + slot) * row_bytes, src + r * row_bytes, row_bytes);
+}
+
+// x (B,Hkv,n,Dh) holding positions first..first+n-1 in order -> the ring of its last min(n, W):
+// slot p % W holds position p.
+Tensor to_ring(const Tensor& x, std::int64_t first, std::int64_t window) {
+  const std::int64_t n = x.size(2), keep = std::min(n, window);
+  const Tensor last = x.narrow(2, n - keep, keep);  // positions first+n-keep .. first+n-1
+  const std::int64_t start = first + n - keep;
+  if (keep < window || start % window == 0) return last.contiguous();  // slot order is position order
+  std::vector<std::int64_t> order(window);          // slot s <- the row of position p, p % W == s
+  for (std::int64_t s = 0; s < window; ++s) order[s] = ((s - start % window) + window) % window;
+  return index_select(last, 2, from_vector<std::int64_t>(order, {window}));
+}
+
+}  // namespace
+
+std::int64_t KVCache::position_of_slot(std::int64_t s) const {
+  if (window == 0) return s;
+  const std::int64_t first = written - slots();  // the oldest position held
+  return first + ((s - first % window) % window + window) % window;
+}
+
+std::pair<Tensor, Tensor> cache_in_position_order(const KVCache& cache) {
+  const std::int64_t n = cache.slots();
+  if (cache.window == 0 || n == 0 || (cache.written - n) % cache.window == 0) return {cache.k, cache.v};
+  std::vector<std::int64_t> order(n);  // row i <- the slot of position first + i
+  for (std::int64_t i = 0; i < n; ++i) order[i] = (cache.written - n + i) % cache.window;
+  const Tensor index = from_vector<std::int64_t>(order, {n});
+  return {index_select(cache.k, 2, index), index_select(cache.v, 2, index)};
+}
+
+// k, v: (B,Hkv,Tnew,Dh) -> a ring of W slots, (B,Hkv,min(W, written),Dh)
+void append_to_ring(KVCache& cache, const Tensor& k, const Tensor& v) {
+  const std::int64_t W = cache.window, t_new = k.size(2);
+  if (t_new == 1 && cache.slots() == W) {  // the ring is full: overwrite position p - W
+    if (!owned_alone(cache.k)) cache.k = cache.k.clone();
+    if (!owned_alone(cache.v)) cache.v = cache.v.clone();
+    write_slot(cache.k, k, cache.written % W);
+    write_slot(cache.v, v, cache.written % W);
+  } else {  // the ring in order, the new positions after it, then the last W into their slots
+    const std::int64_t first = cache.written - cache.slots();
+    const bool empty = cache.slots() == 0;
+    const auto [old_k, old_v] = cache_in_position_order(cache);
+    cache.k = to_ring(empty ? k : cat({old_k, k}, 2), first, W);
+    cache.v = to_ring(empty ? v : cat({old_v, v}, 2), first, W);
+  }
+  cache.written += t_new;
+}
+
+// k, v: (B,Hkv,Tnew,Dh) -> cache.k, cache.v: (B,Hkv,T_cached+Tnew,Dh)
+void append_to_cache(KVCache& cache, const Tensor& k, const Tensor& v) {
+  check_new_keys(cache, k, v);
+  if (cache.window > 0) return append_to_ring(cache, k, v);
   // EXERCISE(kv_cache): an empty cache takes k and v as they are; otherwise the new keys and values
   // follow the cached ones along T (dim 2), so cache.k becomes (B,Hkv,T_cached+Tnew,Dh), same for v.
   // BEGIN SOLUTION
@@ -211,7 +306,7 @@ void MultiHeadAttention::fill_static_cache(const Tensor& x_kv, KVCache& cache) c
 std::pair<Tensor, Tensor> MultiHeadAttention::project_keys_values(const Tensor& x_kv, std::int64_t k_start) const {
   Tensor k = split_heads(k_proj->forward(x_kv), n_kv_heads, head_dim);  // (B,Hkv,Tk,Dh)
   Tensor v = split_heads(v_proj->forward(x_kv), n_kv_heads, head_dim);
-  if (pos == PositionInAttention::RoPE) k = apply_rope(k, k_start);
+  if (pos == PositionInAttention::RoPE) k = apply_rope(k, k_start, rope.base, rope.position_scale);
   return {k, v};
 }
 
@@ -224,24 +319,57 @@ void MultiHeadAttention::check_kv_input(const Tensor& x_kv, const Tensor& x_q) c
 
 // Decoding: a filled static cache (cross-attention) is read as it is; otherwise the new keys
 // follow the cached ones (self-attention, positions cache length..) or fill an empty static cache.
-// Returns the whole cache: (B,Hkv,T_cached+Tk,Dh).
-std::pair<Tensor, Tensor> MultiHeadAttention::keys_values_with_cache(const Tensor& x_kv, std::int64_t batch,
-                                                                     KVCache& cache) const {
+// Returns what this forward attends over: the whole cache (B,Hkv,T_cached+Tk,Dh), or under a
+// sliding window the ring (one new position) or the ring in order followed by the new keys (more).
+MultiHeadAttention::Keys MultiHeadAttention::keys_values_with_cache(const Tensor& x_kv, std::int64_t batch,
+                                                                    KVCache& cache) const {
+  const auto positions_from = [](std::int64_t first, std::int64_t n) {
+    std::vector<std::int64_t> p(n);
+    for (std::int64_t j = 0; j < n; ++j) p[j] = first + j;
+    return p;
+  };
   if (cache.is_static && cache.length() > 0) {
     SF_EXPECT(cache.k.size(0) == batch, "MultiHeadAttention: static cache holds batch ", cache.k.size(0),
               " but x_q has batch ", batch);
-    return {cache.k, cache.v};
+    return {cache.k, cache.v, positions_from(0, cache.slots())};
   }
   SF_EXPECT(x_kv.defined() && x_kv.dim() == 3 && x_kv.size(0) == batch && x_kv.size(2) == d_model,
             "MultiHeadAttention: expected x_kv of shape (", batch, ",Tk,", d_model, "), got ",
             (x_kv.defined() ? shape_str(x_kv.shape()) : std::string("an undefined tensor")));
+  if (!cache.is_static && cache.length() == 0) cache.window = window;  // a window's cache is a ring
+  SF_EXPECT(cache.window == (cache.is_static ? 0 : window), "MultiHeadAttention: the cache is a ring of ",
+            cache.window, " positions, but this layer's window is ", window);
   const auto [k, v] = project_keys_values(x_kv, cache.is_static ? 0 : cache.length());
+  if (cache.window == 0 || (k.size(2) == 1 && cache.slots() == cache.window)) {
+    append_to_cache(cache, k, v);  // plain: everything so far; full ring: exactly the window
+    std::vector<std::int64_t> positions(cache.slots());
+    for (std::int64_t s = 0; s < cache.slots(); ++s) positions[s] = cache.position_of_slot(s);
+    return {cache.k, cache.v, positions};
+  }
+  // Several new positions, or a ring not yet full: the earliest new queries still need keys that
+  // the ring is about to drop, so they attend over the old positions in order and the new ones.
+  const std::int64_t first = cache.written - cache.slots();
+  const auto [old_k, old_v] = cache_in_position_order(cache);
+  Keys keys{cache.slots() == 0 ? k : cat({old_k, k}, 2), cache.slots() == 0 ? v : cat({old_v, v}, 2),
+            positions_from(first, cache.slots() + k.size(2))};
   append_to_cache(cache, k, v);
-  return {cache.k, cache.v};
+  return keys;
+}
+
+// The sliding window's mask for queries at q_start.. and keys at `positions`, or undefined when
+// every key is inside every query's window (one decoding step over a ring).
+Tensor MultiHeadAttention::window_mask_for(std::int64_t q_start, std::int64_t t_q,
+                                           const std::vector<std::int64_t>& positions) const {
+  if (window == 0 || positions.empty()) return Tensor();
+  const auto [lo, hi] = std::minmax_element(positions.begin(), positions.end());
+  if (q_start + t_q - 1 - *lo < window && *hi - q_start < window) return Tensor();
+  SF_CHECK(*hi - *lo + 1 == static_cast<std::int64_t>(positions.size()) && positions.front() == *lo,
+           "MultiHeadAttention: a window mask over keys out of position order");
+  return window_mask(t_q, static_cast<std::int64_t>(positions.size()), window, q_start, *lo);
 }
 
 // x_q: (B,Tq,D), x_kv: (B,Tk,D) -> (B,Tq,D)
-Tensor MultiHeadAttention::forward(const Tensor& x_q, const Tensor& x_kv, const Tensor& mask, KVCache* cache,
+Tensor MultiHeadAttention::forward(const Tensor& x_q, const Tensor& x_kv, const Tensor& caller_mask, KVCache* cache,
                                    std::int64_t q_start, bool causal_positions) const {
   SF_EXPECT(x_q.dim() == 3 && x_q.size(2) == d_model, "MultiHeadAttention: expected x_q of shape (B,Tq,", d_model,
             "), got ", x_q.shape());
@@ -251,25 +379,38 @@ Tensor MultiHeadAttention::forward(const Tensor& x_q, const Tensor& x_kv, const 
 
   // Queries: (B,Tq,D) -> (B,H,Tq,Dh), rotated to positions q_start.. under RoPE.
   Tensor q = split_heads(q_proj->forward(x_q), n_heads, head_dim);
-  if (rope) q = apply_rope(q, q_start);
+  if (rope) q = apply_rope(q, q_start, this->rope.base, this->rope.position_scale);
 
-  // Keys and values: (B,Hkv,Tk,Dh), projected from x_kv (while decoding, through the cache).
-  Tensor k, v;
+  // Keys and values: (B,Hkv,Tk,Dh), projected from x_kv (while decoding, through the cache),
+  // and the position of each key (0..Tk-1 without a cache).
+  Keys keys;
   if (cache) {
-    std::tie(k, v) = keys_values_with_cache(x_kv, batch, *cache);
+    keys = keys_values_with_cache(x_kv, batch, *cache);
   } else {
     check_kv_input(x_kv, x_q);
-    std::tie(k, v) = project_keys_values(x_kv, 0);
+    std::tie(keys.k, keys.v) = project_keys_values(x_kv, 0);
+    keys.positions.resize(keys.k.size(2));
+    std::iota(keys.positions.begin(), keys.positions.end(), 0);
   }
-  const std::int64_t t_k = k.size(2);
+  const std::int64_t t_k = keys.k.size(2);
 
   // GQA/MQA: each group of G = H/Hkv query heads shares one k/v head.
   const std::int64_t groups = n_heads / n_kv_heads;
-  const Tensor k_heads = repeat_kv_heads(k, groups);  // (B,H,Tk,Dh)
-  const Tensor v_heads = repeat_kv_heads(v, groups);  // (B,H,Tk,Dh)
+  const Tensor k_heads = repeat_kv_heads(keys.k, groups);  // (B,H,Tk,Dh)
+  const Tensor v_heads = repeat_kv_heads(keys.v, groups);  // (B,H,Tk,Dh)
+
+  // Sliding window: keys W or more positions away are blocked too.
+  Tensor mask = caller_mask;
+  if (const Tensor band = window_mask_for(q_start, t_q, keys.positions); band.defined())
+    mask = mask.defined() ? mask_union(mask, band) : band;
 
   Tensor bias;  // (H,Tq,Tk) under ALiBi
-  if (pos == PositionInAttention::ALiBi) bias = alibi_bias(n_heads, t_q, t_k, q_start, causal_positions, x_q.dtype());
+  if (pos == PositionInAttention::ALiBi) {
+    std::vector<std::int64_t> q_positions(t_q);
+    std::iota(q_positions.begin(), q_positions.end(), q_start);
+    bias = alibi_bias_at(n_heads, q_positions, keys.positions, causal_positions, x_q.dtype());
+  }
+  (void)t_k;
 
   Tensor heads;  // (B,H,Tq,Dh)
   if (kernel == AttentionKernel::Tiled && !capture_weights) {

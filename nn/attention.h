@@ -19,10 +19,12 @@
 #include <cstdint>
 #include <memory>
 #include <utility>
+#include <vector>
 
 #include "autograd/generator.h"
 #include "nn/linear.h"
 #include "nn/module.h"
+#include "nn/relative_positions.h"
 
 namespace sf::nn {
 
@@ -30,6 +32,12 @@ namespace sf::nn {
 // may look at itself and the past, never the future). q_start: position of the first query
 // (non-zero when decoding with a cache: the keys then span positions 0..Tk-1).
 Tensor causal_mask(std::int64_t t_q, std::int64_t t_k, std::int64_t q_start = 0);
+
+// -> bool (Tq, Tk), TRUE = BLOCKED where |q_pos - k_pos| >= window: the sliding window, with
+// query i at q_pos = q_start + i and key j at k_pos = k_start + j. Alone it is a band of 2W - 1
+// keys around each query; together with causal_mask the W keys q_pos-W+1 .. q_pos. window >= 1.
+Tensor window_mask(std::int64_t t_q, std::int64_t t_k, std::int64_t window, std::int64_t q_start = 0,
+                   std::int64_t k_start = 0);
 
 // ids: (B,S) int64 -> bool (B,1,1,S), TRUE = BLOCKED where ids == pad_id: no query attends to a
 // padding key. Broadcasts over heads and queries.
@@ -59,23 +67,40 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
 // Keys and values kept between decoding steps, so each step projects only its new token.
 //   self-attention (is_static = false): every forward appends its new k/v (cat along T);
 //     attention then runs over the whole cache. The cache spans positions 0..length()-1.
+//   sliding-window self-attention (window = W > 0, set by the layer on first use): a RING
+//     BUFFER of W slots. Position p lives in slot p % W; once the W slots are full, the newest
+//     key overwrites the one W positions back, which no query will read again. Memory stays
+//     W positions however long the generation runs; length() still counts every position.
 //   cross-attention (is_static = true): filled once from the encoder output (the first
 //     forward), then reused unchanged; the encoder output is not projected again.
 // Decode under NoGradGuard: with grad mode on, the cached tensors keep their graph alive.
 struct KVCache {
-  Tensor k, v;             // (B,Hkv,T_cached,Dh), after RoPE; undefined while empty
+  Tensor k, v;             // (B,Hkv,slots,Dh), after RoPE; undefined while empty
   bool is_static = false;  // cross-attention: filled once (prefill) and reused
-  std::int64_t length() const { return k.defined() ? k.size(2) : 0; }  // T_cached
-  void reset() { k = Tensor(); v = Tensor(); }  // empty it (keeps is_static)
-  // Bytes the cached keys and values take: 2 * B * Hkv * T_cached * Dh * element size.
+  std::int64_t window = 0;   // > 0: a ring buffer of this many positions (sliding-window attention)
+  std::int64_t written = 0;  // a ring's positions appended so far (it holds the last `window` of them)
+  std::int64_t slots() const { return k.defined() ? k.size(2) : 0; }  // positions held
+  // Positions appended so far: the position the next key will take.
+  std::int64_t length() const { return window > 0 ? written : slots(); }
+  // The position held in slot s (s < slots()): s itself unless a full ring has wrapped.
+  std::int64_t position_of_slot(std::int64_t s) const;
+  void reset() { k = Tensor(); v = Tensor(); written = 0; }  // empty it (keeps is_static, window)
+  // Bytes the cached keys and values take: 2 * B * Hkv * slots * Dh * element size.
   std::int64_t bytes() const {
     return k.defined() ? (k.numel() + v.numel()) * static_cast<std::int64_t>(dtype_size(k.dtype())) : 0;
   }
 };
 
 // k, v: (B,Hkv,Tnew,Dh): appends them to the cache along T (an empty cache just takes them), so
-// cache.k, cache.v become (B,Hkv,T_cached+Tnew,Dh). MultiHeadAttention::forward calls it.
+// cache.k, cache.v become (B,Hkv,T_cached+Tnew,Dh). A ring (window > 0) keeps the last `window`
+// positions instead, each in its slot (one new position into a full ring: written in place).
+// MultiHeadAttention::forward calls it.
 void append_to_cache(KVCache& cache, const Tensor& k, const Tensor& v);
+// The ring's part of append_to_cache (cache.window > 0).
+void append_to_ring(KVCache& cache, const Tensor& k, const Tensor& v);
+
+// A ring cache's keys and values in position order, (B,Hkv,slots,Dh) each (a plain cache as it is).
+std::pair<Tensor, Tensor> cache_in_position_order(const KVCache& cache);
 
 // How positions enter the attention layer (beyond what the embeddings already carry).
 enum class PositionInAttention {
@@ -131,13 +156,24 @@ class MultiHeadAttention : public Module {
   // The keys and values of x_kv (B,Tk,D): k_proj and v_proj cut into heads, (B,Hkv,Tk,Dh) each;
   // under RoPE the keys rotated to positions k_start .. k_start+Tk-1.
   std::pair<Tensor, Tensor> project_keys_values(const Tensor& x_kv, std::int64_t k_start) const;
-  std::pair<Tensor, Tensor> keys_values_with_cache(const Tensor& x_kv, std::int64_t batch, KVCache& cache) const;
+  // The keys and values one forward attends over, and each key's position.
+  struct Keys {
+    Tensor k, v;                           // (B,Hkv,Tk,Dh)
+    std::vector<std::int64_t> positions;  // (Tk): key j sits at positions[j]
+  };
+  Keys keys_values_with_cache(const Tensor& x_kv, std::int64_t batch, KVCache& cache) const;
   void check_kv_input(const Tensor& x_kv, const Tensor& x_q) const;
+  Tensor window_mask_for(std::int64_t q_start, std::int64_t t_q, const std::vector<std::int64_t>& positions) const;
 
   std::int64_t d_model, n_heads, n_kv_heads, head_dim;
   double dropout;
   PositionInAttention pos;
   AttentionKernel kernel;
+  // Self-attention only (the layers set them from the config): a sliding window of `window` keys
+  // (0 = full; forward adds window_mask, a decoding cache becomes a ring of this size), and the
+  // RoPE frequencies (scaled by model.rope_scaling).
+  std::int64_t window = 0;
+  RopeFrequencies rope;
   std::shared_ptr<Linear> q_proj;    // D -> H*Dh
   std::shared_ptr<Linear> k_proj;    // D -> Hkv*Dh
   std::shared_ptr<Linear> v_proj;    // D -> Hkv*Dh

@@ -86,6 +86,12 @@ PositionInAttention self_attention_positions(PositionalKind kind) {
   }
 }
 
+// What only self-attention reads from the config: its window and RoPE's frequencies.
+void configure_self_attention(MultiHeadAttention& attn, const ModelConfig& cfg) {
+  attn.window = cfg.attention_window;
+  attn.rope = rope_frequencies(cfg.rope_scaling, cfg.rope_factor, cfg.head_dim());
+}
+
 // The residual connection around one sublayer, pre or post norm:
 //   pre:  x + dropout(sublayer_out)      where sublayer_out = sublayer(norm(x))
 //   post: norm(x + dropout(sublayer_out)) where sublayer_out = sublayer(x)
@@ -131,6 +137,15 @@ void ModelConfig::validate() const {
     throw std::invalid_argument("ModelConfig: positional rope needs an even head width, got d_model " +
                                 std::to_string(d_model) + " / n_heads " + std::to_string(n_heads) + " = " +
                                 std::to_string(head_dim()));
+  if (attention_window < 0 || attention_window > max_len)
+    throw std::invalid_argument("ModelConfig: attention_window must be 0 (full) to max_len " + std::to_string(max_len) +
+                                ", got " + std::to_string(attention_window));
+  if (rope_scaling != RopeScaling::None && positional != PositionalKind::RoPE)
+    throw std::invalid_argument(std::string("ModelConfig: rope_scaling ") + rope_scaling_name(rope_scaling) +
+                                " needs positional rope, got " + positional_name(positional));
+  if (!(rope_factor >= 1) || (rope_scaling == RopeScaling::None && rope_factor != 1))
+    throw std::invalid_argument("ModelConfig: rope_factor must be >= 1, and 1 with rope_scaling none, got " +
+                                std::to_string(rope_factor) + " with rope_scaling " + rope_scaling_name(rope_scaling));
   if (share_embeddings && src_vocab != tgt_vocab)
     throw std::invalid_argument("ModelConfig: share_embeddings needs src_vocab == tgt_vocab, got src_vocab " +
                                 std::to_string(src_vocab) + " and tgt_vocab " + std::to_string(tgt_vocab));
@@ -174,6 +189,7 @@ EncoderLayer::EncoderLayer(const ModelConfig& cfg, Generator& init_gen, Generato
                                                cfg.d_model, cfg.n_heads, cfg.kv_heads(), cfg.attention_dropout,
                                                self_attention_positions(cfg.positional), init_gen, dropout_gen, dtype,
                                                cfg.attention));
+  configure_self_attention(*self_attn, cfg);
   ffn = register_module("ffn", std::make_shared<FeedForward>(cfg.d_model, cfg.d_ff, cfg.activation, cfg.dropout,
                                                              init_gen, dropout_gen, dtype));
   norm1 = register_module("norm1", make_norm(cfg.norm, cfg.d_model, dtype));
@@ -203,6 +219,7 @@ DecoderLayer::DecoderLayer(const ModelConfig& cfg, Generator& init_gen, Generato
                                                cfg.d_model, cfg.n_heads, cfg.kv_heads(), cfg.attention_dropout,
                                                self_attention_positions(cfg.positional), init_gen, dropout_gen, dtype,
                                                cfg.attention));
+  configure_self_attention(*self_attn, cfg);
   cross_attn = register_module("cross_attn", std::make_shared<MultiHeadAttention>(
                                                  cfg.d_model, cfg.n_heads, cfg.kv_heads(), cfg.attention_dropout,
                                                  PositionInAttention::None, init_gen, dropout_gen, dtype,

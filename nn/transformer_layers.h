@@ -78,6 +78,12 @@ struct ModelConfig {
   // (B,H,T,T) weights kept for backward) or Tiled (the online-softmax op, O(T) memory, needs
   // attention_dropout == 0). Same parameters and, to rounding, the same outputs and gradients.
   AttentionKernel attention = AttentionKernel::Plain;
+  // Sliding-window self-attention: a query at position p reads keys j with |p - j| < W only
+  // (causal: the W keys p-W+1..p); decoding keeps W positions per layer (a ring buffer). 0 = full.
+  // Cross-attention is never windowed. 0 <= W <= max_len.
+  std::int64_t attention_window = 0;
+  RopeScaling rope_scaling = RopeScaling::None;  // positional RoPE only: interpolation or NTK-aware base
+  double rope_factor = 1.0;                      // the scaling's factor s >= 1 (nn/relative_positions.h)
   bool share_embeddings = false;     // one table for source and target tokens (needs src_vocab == tgt_vocab)
   bool tie_output = false;           // the output projection reuses the target embedding matrix
   std::int64_t max_len = 256;        // longest sequence (rows of the sinusoidal / learned tables)

@@ -305,6 +305,24 @@ TEST_CASE("config rejects sizes probabilities and enum values out of range", "[c
   require_config_error(with_model("positional = \"rope\"\nd_model = 12\nn_heads = 4"), {},
                        {"model.positional", "head width d_model / n_heads must be even, got 3"});
   require_config_error(kRequired, {"data.joint_tokenizer=false"}, {"model.share_embeddings", "joint_tokenizer"});
+  // Sliding windows and RoPE scaling (tests/test_sliding_window.cpp has what they do).
+  require_config_error(with_model("max_len = 64\nattention_window = 65"), {},
+                       {"model.attention_window", "0 (full attention) to max_len 64", "got 65"});
+  require_config_error(kRequired, {"model.attention_window=-1"}, {"model.attention_window", "got -1"});
+  require_config_error(with_model("rope_scaling = \"ntk\"\nrope_factor = 4.0"), {},
+                       {"model.rope_scaling", "needs model.positional = \"rope\"", "got positional \"sinusoidal\""});
+  require_config_error(with_model("positional = \"rope\"\nrope_factor = 4.0"), {},
+                       {"model.rope_factor", "rope_scaling is \"none\""});
+  require_config_error(with_model("positional = \"rope\"\nrope_scaling = \"interpolation\"\nrope_factor = 0.5"), {},
+                       {"model.rope_factor", "expected a factor >= 1", "got 0.5"});
+  require_config_error(with_model("positional = \"rope\"\nrope_scaling = \"yarn\""), {},
+                       {"model.rope_scaling: expected one of none, interpolation, ntk"});
+  {
+    TempDir ok;
+    CHECK(load_config(ok.write("cfg.toml", with_model("positional = \"rope\"\nrope_scaling = \"ntk\"\n"
+                                                       "rope_factor = 4.0\nmax_len = 64\nattention_window = 64")))
+              .model.attention_window == 64);
+  }
   require_config_error(kRequired, {"data.test_src=t.de"}, {"data.test_src", "set both or neither"});
   require_config_error(kRequired, {"train.warmup_steps=0"}, {"--set train.warmup_steps=0: expected a positive integer"});
   // With a cosine schedule no warm-up is allowed.

@@ -21,10 +21,10 @@ nn.TransformerEncoderLayer / nn.TransformerDecoderLayer, post-LN (norm_first=Fal
 dropout 0.1 on the embeddings, sublayer outputs and FFN hidden layer, none on the attention
 weights (attention_dropout 0, as scratchformer's config), no final LayerNorm (nn.Transformer
 would add one per stack); one embedding table shared by source and target and tied to the
-output projection; sinusoidal positions; Adam; label smoothing. Its parameter count is printed
-and must equal scratchformer's. The batch: 64 pairs of random ids in [4, V), source and target
-length 24, no padding. One step: forward, cross-entropy, backward, clip_grad_norm_, Adam step,
-zero_grad(set_to_none=True).
+output projection; sinusoidal positions; full attention (attention_window 0); Adam; label
+smoothing. Its parameter count is printed and must equal scratchformer's. The batch: 64 pairs of
+random ids in [4, V), source and target length 24, no padding. One step: forward, cross-entropy,
+backward, clip_grad_norm_, Adam step, zero_grad(set_to_none=True).
 
 Threads: each setting runs in a fresh subprocess with OPENBLAS_NUM_THREADS set in its
 environment before torch is imported, and torch.set_num_threads called first thing: torch
@@ -102,11 +102,14 @@ def load_config(path):
         dropout=m.get("dropout", 0.1), attention_dropout=m.get("attention_dropout", 0.0),
         activation=m.get("activation", "relu"), norm=m.get("norm", "layernorm"),
         norm_position=m.get("norm_position", "pre"), positional=m.get("positional", "sinusoidal"),
+        attention_window=m.get("attention_window", 0), rope_scaling=m.get("rope_scaling", "none"),
+        rope_factor=m.get("rope_factor", 1.0),
         share_embeddings=m.get("share_embeddings", True), tie_output=m.get("tie_output", True),
         max_len=m.get("max_len", 256), vocab=d.get("tokenizer_vocab_size", 8000))
     # this script builds the reference architecture only; say so rather than measure another
     want = dict(n_kv_heads=0, activation="relu", norm="layernorm", norm_position="post", positional="sinusoidal",
-                share_embeddings=True, tie_output=True, attention_dropout=0.0)
+                attention_window=0, rope_scaling="none", rope_factor=1.0, share_embeddings=True, tie_output=True,
+                attention_dropout=0.0)
     for key, value in want.items():
         if model[key] != value:
             sys.exit(f"bench_pytorch: {path}: model.{key} is {model[key]!r}; this script builds the reference "

@@ -26,8 +26,10 @@ What it mirrors, file by file (the C++ is the definition; this is a second readi
     nn/transformer_layers.cpp                pre/post norm, final norms (pre only), decoder norm1 self-
                                              attention, norm2 cross-attention, norm3 feed-forward
     nn/attention.cpp, relative_positions.cpp GQA/MQA (query head h reads k/v head h // G), RoPE on
-                                             interleaved pairs, ALiBi slopes 2^(-8(h+1)/H), masks TRUE =
-                                             BLOCKED, a row whose keys are all blocked gives zeros
+                                             interleaved pairs (rope_scaling none, interpolation or ntk),
+                                             ALiBi slopes 2^(-8(h+1)/H), masks TRUE = BLOCKED, the sliding
+                                             window of self-attention (attention_window: |p - j| < W), a
+                                             row whose keys are all blocked gives zeros
     nn/positional.cpp, nn/embedding.cpp      E[ids] * sqrt(D) + PE[p], PE sin at even, cos at odd dims
     nn/norm.cpp, transformer_layers.cpp      LayerNorm eps 1e-5, RMSNorm eps 1e-6
     train/checkpoint/safetensors.cpp, checkpoint.cpp    the file format and its FNV-1a checksum
@@ -228,14 +230,15 @@ def write_safetensors(path, tensors, metadata):
 MODEL_DEFAULTS = {
     "arch": "encoder-decoder", "d_model": 256, "n_heads": 4, "n_kv_heads": 0, "d_ff": 1024, "encoder_layers": 3,
     "decoder_layers": 3, "dropout": 0.1, "attention_dropout": 0.0, "activation": "relu", "norm": "layernorm",
-    "norm_position": "pre", "positional": "sinusoidal", "attention": "plain", "share_embeddings": True,
-    "tie_output": True, "max_len": 256, "pooling": "mean", "rnn_cell": "lstm", "rnn_attention": "additive",
+    "norm_position": "pre", "positional": "sinusoidal", "attention": "plain", "attention_window": 0,
+    "rope_scaling": "none", "rope_factor": 1.0, "share_embeddings": True, "tie_output": True, "max_len": 256,
+    "pooling": "mean", "rnn_cell": "lstm", "rnn_attention": "additive",
 }
 MODEL_CHOICES = {
     "arch": ["encoder-decoder", "decoder-only", "encoder-only", "rnn"], "activation": ["relu", "gelu", "swiglu"],
     "norm": ["layernorm", "rmsnorm"], "norm_position": ["pre", "post"],
     "positional": ["sinusoidal", "learned", "rope", "alibi", "none"], "attention": ["plain", "tiled"],
-    "pooling": ["mean", "cls"], "rnn_cell": ["lstm", "gru", "rnn"],
+    "rope_scaling": ["none", "interpolation", "ntk"], "pooling": ["mean", "cls"], "rnn_cell": ["lstm", "gru", "rnn"],
     "rnn_attention": ["none", "additive", "dot", "general"],
 }
 # Keys only one arch reads (train/config.cpp arch_choice): an error in a config of another arch, and
@@ -244,6 +247,7 @@ ARCH_ONLY_KEYS = {"rnn_cell": "rnn", "rnn_attention": "rnn"}
 # The architectures that read a source with an encoder and translate it (not the decoder-only prompt).
 SOURCE_READING_ARCHS = ("encoder-decoder", "rnn")
 TASKS = ["translation", "lm", "mlm", "classify"]
+ROPE_SCALINGS = MODEL_CHOICES["rope_scaling"]
 
 
 @dataclasses.dataclass
@@ -264,6 +268,9 @@ class ModelConfig:
     norm: str = "layernorm"         # layernorm (eps 1e-5) | rmsnorm (eps 1e-6)
     norm_position: str = "pre"      # pre | post
     positional: str = "sinusoidal"  # sinusoidal | learned | rope | alibi | none
+    attention_window: int = 0       # W: self-attention reads keys j with |p - j| < W only; 0 = every key
+    rope_scaling: str = "none"      # positional rope only: none | interpolation | ntk (rope_frequencies)
+    rope_factor: float = 1.0        # how many times the trained length, >= 1; 1 with rope_scaling none
     share_embeddings: bool = False  # encoder-decoder: one table for both sides
     tie_output: bool = False        # encoder-decoder: logits = h E_tgt^T (else output_proj, no bias)
     max_len: int = 256              # L
@@ -306,6 +313,16 @@ class ModelConfig:
              f"expected n_kv_heads 0 or a divisor of n_heads {self.n_heads}, found {self.n_kv_heads}")
         need(self.positional != "rope" or (self.d_model // self.n_heads) % 2 == 0,
              f"positional rope needs an even head width, found d_model {self.d_model} / n_heads {self.n_heads}")
+        need(0 <= self.attention_window <= self.max_len, f"expected attention_window 0 (full attention) to "
+             f"max_len {self.max_len}, found {self.attention_window}")
+        need(self.rope_scaling in ROPE_SCALINGS, f"expected rope_scaling one of {', '.join(ROPE_SCALINGS)}, "
+             f"found {self.rope_scaling!r}")
+        need(self.rope_scaling == "none" or self.positional == "rope", f"rope_scaling {self.rope_scaling!r} "
+             f"scales RoPE's rotation frequencies: expected positional 'rope', found {self.positional!r}")
+        need(math.isfinite(self.rope_factor) and self.rope_factor >= 1,
+             f"expected rope_factor >= 1 (how many times the trained length), found {self.rope_factor}")
+        need(self.rope_factor == 1 or self.rope_scaling != "none", f"rope_factor is read only with rope_scaling "
+             f"'interpolation' or 'ntk': expected rope_factor 1 with rope_scaling 'none', found {self.rope_factor}")
         need(not (self.arch == "encoder-decoder" and self.share_embeddings and self.src_vocab != self.tgt_vocab),
              f"share_embeddings needs src_vocab == tgt_vocab, found {self.src_vocab} and {self.tgt_vocab}")
         need(self.num_classes >= 0, f"expected num_classes >= 0, found {self.num_classes}")
@@ -330,6 +347,8 @@ def parse_config(toml_text, origin):
             ok_type = isinstance(value, (int, float)) and not isinstance(value, bool)
         if not ok_type:
             raise ToolError(f"{origin}: config: model.{key}: expected {type(default).__name__}, found {value!r}")
+        if isinstance(default, float) and not math.isfinite(value):
+            raise ToolError(f"{origin}: config: model.{key}: expected a finite number, found {value!r}")
         if key in MODEL_CHOICES and value not in MODEL_CHOICES[key]:
             raise ToolError(f"{origin}: config: model.{key}: expected one of {', '.join(MODEL_CHOICES[key])}, "
                             f"found {value!r}")
@@ -357,7 +376,9 @@ def model_config_from(settings, src_vocab, tgt_vocab):
                       n_heads=m["n_heads"], n_kv_heads=m["n_kv_heads"], d_ff=m["d_ff"],
                       encoder_layers=m["encoder_layers"], decoder_layers=m["decoder_layers"],
                       activation=m["activation"], norm=m["norm"], norm_position=m["norm_position"],
-                      positional=m["positional"], share_embeddings=m["share_embeddings"],
+                      positional=m["positional"], attention_window=m["attention_window"],
+                      rope_scaling=m["rope_scaling"], rope_factor=float(m["rope_factor"]),
+                      share_embeddings=m["share_embeddings"],
                       tie_output=m["tie_output"], max_len=m["max_len"], num_classes=classes, pooling=m["pooling"],
                       rnn_cell=m["rnn_cell"], rnn_attention=m["rnn_attention"])
     cfg.validate()
@@ -424,12 +445,37 @@ def make_positions(cfg):
     return None
 
 
-def apply_rope(x, start_pos, base=10000.0):
+ROPE_BASE = 10000.0
+
+
+def rope_frequencies(head_dim, scaling="none", factor=1.0):
+    """-> (position_scale, theta (Dh/2) float64): pair k at position p turns by p * position_scale *
+    theta_k, theta_k = base^(-2k/Dh), for model.rope_scaling
+        none           position_scale 1,           base 10000
+        interpolation  position_scale 1 / factor,  base 10000   (position interpolation, Chen et al. 2023)
+        ntk            position_scale 1,           base 10000 * factor^(Dh/(Dh-2))   (NTK-aware scaling:
+                       the fastest pair k = 0 turns as before, the slowest, k = Dh/2-1, as interpolated)
+    With Dh = 2 the one pair's theta_0 = base^0 = 1 whatever the base, so ntk changes nothing (and its
+    exponent Dh/(Dh-2) is not computed)."""
+    if scaling not in ROPE_SCALINGS:
+        raise ValueError(f"rope_frequencies: expected scaling one of {', '.join(ROPE_SCALINGS)}, found {scaling!r}")
+    position_scale, base = 1.0, ROPE_BASE
+    if scaling == "interpolation":
+        position_scale = 1.0 / factor
+    elif scaling == "ntk" and head_dim > 2:
+        base = ROPE_BASE * factor ** (head_dim / (head_dim - 2))
+    theta = torch.pow(base, -2.0 * torch.arange(head_dim // 2, dtype=torch.float64) / head_dim)  # (Dh/2)
+    return position_scale, theta
+
+
+def apply_rope(x, start_pos, scaling="none", factor=1.0):
     """x (B,H,T,Dh) -> (B,H,T,Dh): row t sits at position p = start_pos + t; the interleaved pair
-    (x[2k], x[2k+1]) turns by p * base^(-2k/Dh) (RoFormer's pairs, not the half split)."""
+    (x[2k], x[2k+1]) turns by p * position_scale * theta_k (rope_frequencies; RoFormer's pairs, not
+    the half split)."""
     T, Dh = x.shape[-2], x.shape[-1]
-    theta = torch.pow(base, -2.0 * torch.arange(Dh // 2, dtype=torch.float64) / Dh)          # (Dh/2)
-    angle = (start_pos + torch.arange(T, dtype=torch.float64))[:, None] * theta[None, :]     # (T,Dh/2)
+    position_scale, theta = rope_frequencies(Dh, scaling, factor)                            # (Dh/2)
+    positions = (start_pos + torch.arange(T, dtype=torch.float64)) * position_scale          # (T)
+    angle = positions[:, None] * theta[None, :]                                              # (T,Dh/2)
     cos, sin = angle.cos().to(x.dtype), angle.sin().to(x.dtype)
     even, odd = x[..., 0::2], x[..., 1::2]                                                   # (B,H,T,Dh/2)
     return torch.stack([even * cos - odd * sin, even * sin + odd * cos], dim=-1).flatten(-2)
@@ -465,6 +511,14 @@ def padding_mask(ids, pad_id):
 # END RELATED
 
 
+def window_mask(t_q, t_k, window, q_start=0):
+    """-> bool (Tq,Tk), TRUE = BLOCKED where |query position q_start + i - key j| >= window, the sliding
+    window W > 0 of model.attention_window: a query at p reads keys p-W+1 .. p+W-1 (with the causal
+    mask, the W keys p-W+1 .. p)."""
+    distance = (q_start + torch.arange(t_q))[:, None] - torch.arange(t_k)[None, :]          # (Tq,Tk)
+    return distance.abs() >= window
+
+
 # ---------------------------------------------------------------------------------------------
 # Layers (nn/attention.cpp, nn/feed_forward.cpp, nn/norm.cpp, nn/transformer_layers.cpp)
 # ---------------------------------------------------------------------------------------------
@@ -498,12 +552,16 @@ class LayerCache:
 class MultiHeadAttention(nn.Module):
     """softmax(q k^T / sqrt(Dh) + bias, blocked keys -inf) v per head, heads concatenated and mixed by
     out_proj. Parameters q_proj (D -> H*Dh), k_proj, v_proj (D -> Hkv*Dh), out_proj (H*Dh -> D), all
-    with bias. positions: "rope" or "alibi" in self-attention, "none" otherwise."""
+    with bias. positions: "rope" or "alibi" in self-attention, "none" otherwise; rope_scaling and
+    rope_factor: how rope turns (rope_frequencies). window: W > 0 blocks the keys with |p - j| >= W
+    (window_mask; self-attention only), 0 none."""
 
-    def __init__(self, d_model, n_heads, n_kv_heads, positions="none"):
+    def __init__(self, d_model, n_heads, n_kv_heads, positions="none", window=0, rope_scaling="none",
+                 rope_factor=1.0):
         super().__init__()
         self.n_heads, self.n_kv_heads, self.head_dim = n_heads, n_kv_heads, d_model // n_heads
         self.positions = positions
+        self.window, self.rope_scaling, self.rope_factor = window, rope_scaling, rope_factor
         self.q_proj = nn.Linear(d_model, n_heads * self.head_dim)
         self.k_proj = nn.Linear(d_model, n_kv_heads * self.head_dim)
         self.v_proj = nn.Linear(d_model, n_kv_heads * self.head_dim)
@@ -516,19 +574,21 @@ class MultiHeadAttention(nn.Module):
     def forward(self, x_q, x_kv, blocked=None, cache=None, q_start=0, causal_positions=False):
         """x_q (B,Tq,D), x_kv (B,Tk,D) -> (B,Tq,D). blocked: bool broadcastable to (B,H,Tq,Tk), TRUE =
         BLOCKED, Tk counting cached keys too; None = every key. cache: a KVCache (x_kv unused once a
-        static cache is filled). Query i sits at q_start + i, the keys at 0..Tk-1."""
+        static cache is filled). Query i sits at q_start + i, the keys at 0..Tk-1 (also for the
+        window)."""
         B, t_q = x_q.shape[0], x_q.shape[1]
         rope = self.positions == "rope"
         q = self.split_heads(self.q_proj(x_q), self.n_heads)                      # (B,H,Tq,Dh)
         if rope:
-            q = apply_rope(q, q_start)
+            q = apply_rope(q, q_start, self.rope_scaling, self.rope_factor)
         if cache is not None and cache.static and cache.k is not None:
             k, v = cache.k, cache.v                                               # (B,Hkv,Tk,Dh)
         else:
             k = self.split_heads(self.k_proj(x_kv), self.n_kv_heads)             # (B,Hkv,Tnew,Dh)
             v = self.split_heads(self.v_proj(x_kv), self.n_kv_heads)
             if rope:  # the new keys follow the cached ones
-                k = apply_rope(k, cache.length() if cache is not None and not cache.static else 0)
+                k = apply_rope(k, cache.length() if cache is not None and not cache.static else 0,
+                               self.rope_scaling, self.rope_factor)
             if cache is not None:
                 cache.append(k, v)
                 k, v = cache.k, cache.v                                           # (B,Hkv,Tk,Dh)
@@ -539,6 +599,9 @@ class MultiHeadAttention(nn.Module):
         scores = q @ k.transpose(-2, -1) * (1.0 / math.sqrt(self.head_dim))        # (B,H,Tq,Tk)
         if self.positions == "alibi":
             scores = scores + alibi_bias(self.n_heads, t_q, t_k, q_start, causal_positions, scores.dtype)
+        if self.window > 0:  # (Tq,Tk), or'ed into the caller's mask: (..,Tq,Tk)
+            outside = window_mask(t_q, t_k, self.window, q_start)
+            blocked = outside if blocked is None else blocked | outside
         if blocked is not None:
             scores = scores.masked_fill(blocked, -math.inf)
         weights = torch.softmax(scores, dim=-1)
@@ -593,6 +656,13 @@ def self_attention_positions(cfg):
     return cfg.positional if cfg.positional in ("rope", "alibi") else "none"
 
 
+def self_attention(cfg):
+    """A layer's self-attention: its positions (rope with cfg's scaling, alibi) and the sliding window
+    (cross-attention has neither)."""
+    return MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.kv_heads(), self_attention_positions(cfg),
+                              window=cfg.attention_window, rope_scaling=cfg.rope_scaling, rope_factor=cfg.rope_factor)
+
+
 def residual_block(pre_norm, norm, sublayer, x):
     """pre:  x + sublayer(norm(x))      post: norm(x + sublayer(x))       x (B,T,D) -> (B,T,D)"""
     if pre_norm:
@@ -607,7 +677,7 @@ class EncoderLayer(nn.Module):
     def __init__(self, cfg):
         super().__init__()
         self.pre_norm = cfg.norm_position == "pre"
-        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.kv_heads(), self_attention_positions(cfg))
+        self.self_attn = self_attention(cfg)
         self.ffn = FeedForward(cfg.d_model, cfg.d_ff, cfg.activation)
         self.norm1 = make_norm(cfg.norm, cfg.d_model)
         self.norm2 = make_norm(cfg.norm, cfg.d_model)
@@ -626,7 +696,7 @@ class DecoderLayer(nn.Module):
     def __init__(self, cfg):
         super().__init__()
         self.pre_norm = cfg.norm_position == "pre"
-        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.kv_heads(), self_attention_positions(cfg))
+        self.self_attn = self_attention(cfg)
         self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.kv_heads(), "none")
         self.ffn = FeedForward(cfg.d_model, cfg.d_ff, cfg.activation)
         self.norm1 = make_norm(cfg.norm, cfg.d_model)

@@ -41,6 +41,7 @@ const std::vector<std::string> kRnnAttentions{"none", "additive", "dot", "genera
 const std::vector<std::string> kNormPositions{"pre", "post"};
 const std::vector<std::string> kPositionals{"sinusoidal", "learned", "rope", "alibi", "none"};
 const std::vector<std::string> kAttentions{"plain", "tiled"};
+const std::vector<std::string> kRopeScalings{"none", "interpolation", "ntk"};
 const std::vector<std::string> kTokenizerTypes{"unigram", "bpe"};
 const std::vector<std::string> kBleuTokenizers{"13a", "zh"};
 const std::vector<std::string> kOptimizers{"adam", "adamw", "sgd"};
@@ -78,6 +79,9 @@ void visit_fields(C& c, V& v) {
   v.choice("positional", c.model.positional, kPositionals);
   // model.attention: "plain" (composed ops) or "tiled" (online softmax); checked against attention_dropout in validate()
   v.choice("attention", c.model.attention, kAttentions);
+  v.integer("attention_window", c.model.attention_window);
+  v.choice("rope_scaling", c.model.rope_scaling, kRopeScalings);
+  v.floating("rope_factor", c.model.rope_factor);
   v.boolean("share_embeddings", c.model.share_embeddings);
   v.boolean("tie_output", c.model.tie_output);
   v.integer("max_len", c.model.max_len);
@@ -642,6 +646,17 @@ void validate_transformer_model(const Config& c, const Checker& check) {
   check.require(m.positional != "rope" || head_dim % 2 == 0, "model", "positional",
                 "rope rotates pairs of features, so the head width d_model / n_heads must be even, got " +
                     std::to_string(head_dim));
+  check.require(m.attention_window >= 0 && m.attention_window <= m.max_len, "model", "attention_window",
+                "expected a window of 0 (full attention) to max_len " + std::to_string(m.max_len) + " positions, got " +
+                    std::to_string(m.attention_window));
+  check.require(m.rope_scaling == "none" || m.positional == "rope", "model", "rope_scaling",
+                "scales RoPE's rotation frequencies, so it needs model.positional = \"rope\", got positional \"" +
+                    m.positional + "\"");
+  check.require(m.rope_factor >= 1, "model", "rope_factor",
+                "expected a factor >= 1 (how many times the trained length), got " + format_double(m.rope_factor));
+  check.require(m.rope_factor == 1 || m.rope_scaling != "none", "model", "rope_factor",
+                "is read only with model.rope_scaling = \"interpolation\" or \"ntk\", but rope_scaling is \"none\" "
+                "(got rope_factor " + format_double(m.rope_factor) + ")");
   check.require(m.attention != "tiled" || m.attention_dropout == 0, "model", "attention",
                 "tiled attention never forms the attention weights, so it cannot drop them out: set "
                 "model.attention_dropout = 0 (got " + format_double(m.attention_dropout) + ") or model.attention = \"plain\"");

@@ -66,6 +66,14 @@ struct ModelSection {
                                        // separate ops; (B,H,T,T) weights kept for backward) | "tiled" (the
                                        // online-softmax op, O(T) memory; needs attention_dropout = 0).
                                        // Same parameters and outputs: a checkpoint runs under either
+  std::int64_t attention_window = 0;   // sliding-window self-attention: a query at position p reads keys j
+                                       // with |p - j| < W only (a causal layer: the W keys p-W+1..p); 0 =
+                                       // full attention. Cross-attention is never windowed. Decoding keeps
+                                       // a KV cache of W positions (a ring buffer), e.g. 64; <= max_len
+  std::string rope_scaling = "none";   // positional = rope only: stretch RoPE past the trained length,
+                                       // "none" | "interpolation" (positions divided by rope_factor) |
+                                       // "ntk" (the base 10000 raised by rope_factor^(Dh/(Dh-2)))
+  double rope_factor = 1.0;            // how much longer than trained, >= 1 (1 with rope_scaling none), e.g. 4
   bool share_embeddings = true;        // one embedding table for source and target (needs a joint tokenizer)
   bool tie_output = true;              // output projection reuses the target embedding matrix
   std::int64_t max_len = 256;          // longest sequence in tokens (size of learned/sinusoidal tables)

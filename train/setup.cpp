@@ -42,6 +42,9 @@ nn::ModelConfig model_config_from(const ModelSection& m, std::int64_t src_vocab,
   c.norm_position = nn::parse_norm_position(m.norm_position);
   c.positional = nn::parse_positional(m.positional);
   c.attention = nn::parse_attention(m.attention);
+  c.attention_window = m.attention_window;
+  c.rope_scaling = nn::parse_rope_scaling(m.rope_scaling);
+  c.rope_factor = m.rope_factor;
   c.share_embeddings = m.share_embeddings;
   c.tie_output = m.tie_output;
   c.max_len = m.max_len;

@@ -2,8 +2,22 @@
 """Scratchformer checkpoints as an interchange format with PyTorch, end to end:
 
     /usr/bin/python3 tests/torch/test_torch_interchange.py BUILD_DIR      (e.g. build/release)
+    /usr/bin/python3 tests/torch/test_torch_interchange.py --python-only  (only (e) and (f), no binary)
 
-Trains two small real models with BUILD_DIR/scratchformer on a slice of Multi30k (an encoder-decoder
+First checks, in PyTorch alone (small random models, float64), the [model] keys that change attention:
+
+    (e) window     attention_window = 3: a decoder-only model (rope, grouped-query attention) and an
+                   encoder-decoder (alibi, a padded source) give the logits of the same weights with
+                   attention_window = 0 and the window |p - j| < 3 added by hand to the self-attention
+                   masks (the encoder's, the decoder's causal one; cross-attention not windowed); the
+                   window changes the logits; decoding step by step with the KV cache gives the
+                   teacher-forced logits
+    (f) rope       rope_scaling = "interpolation", rope_factor 2: the rotation at position 2p is the
+                   unscaled one at p; interpolation and ntk against the formula written out pair by
+                   pair; the config keys: defaults for a config without them, and one-line errors
+                   naming the key for a bad value
+
+Then trains two small real models with BUILD_DIR/scratchformer on a slice of Multi30k (an encoder-decoder
 and a decoder-only model with grouped-query attention, one thread each), then checks
 tools/torch_model.py against the C++ program on each:
 
@@ -19,7 +33,8 @@ tools/torch_model.py against the C++ program on each:
                    "checksum mismatch")
 
 Prints one line per check and then "N passed, M failed"; exits 0 when all pass, 1 otherwise, and 77
-(skipped, one line saying why) when torch, sentencepiece or the binary are missing.
+(skipped, one line saying why) when torch, sentencepiece or the binary are missing (when only the
+binary, sentencepiece or the corpus is missing, (e) and (f) still run first: a failure there exits 1).
 """
 
 import json
@@ -86,12 +101,19 @@ def must(cmd, what):
     return out
 
 
+def missing_module(module):
+    """One line naming a python module this interpreter lacks, or None."""
+    status, _, _ = run([sys.executable, "-c", f"import {module}"])
+    if status != 0:
+        return f"python module {module} is not installed for {sys.executable} (Debian: python3-{module})"
+    return None
+
+
 def missing_requirement(build_dir):
     """One line naming what this test needs and does not have, or None."""
     for module in ("torch", "sentencepiece"):
-        status, _, _ = run([sys.executable, "-c", f"import {module}"])
-        if status != 0:
-            return f"python module {module} is not installed for {sys.executable} (Debian: python3-{module})"
+        if missing_module(module):
+            return missing_module(module)
     binary = os.path.join(build_dir, "scratchformer")
     if not os.access(binary, os.X_OK):
         return f"no scratchformer binary at {binary} (build it first)"
@@ -241,17 +263,202 @@ def check_corruption(checks, tmp, name, checkpoint):
                  f"exit {status}: {err.strip()[-200:]}")
 
 
+# ---------------------------------------------------------------------------------------------
+# (e) and (f): the sliding window and RoPE scaling in PyTorch alone (no binary, no corpus)
+# ---------------------------------------------------------------------------------------------
+
+WINDOW = 3
+# float64 throughout: the windowed model and the hand-masked one make the same products in the same
+# order, so they agree to rounding; the cached decoder differs from teacher forcing by rounding only
+WINDOW_TOLERANCE = 1e-12
+
+
+def import_torch_model():
+    """-> (torch, the torch_model module); imported here, so that without torch the test skips."""
+    sys.path.insert(0, os.path.dirname(TORCH_MODEL))
+    import torch
+    import torch_model as tm
+    return torch, tm
+
+
+def hand_window(torch, t_q, t_k, q_start=0):
+    """The window written out: bool (Tq,Tk), TRUE = BLOCKED where |q_start + i - j| >= WINDOW."""
+    return torch.tensor([[abs(q_start + i - j) >= WINDOW for j in range(t_k)] for i in range(t_q)])
+
+
+def small_models(torch, tm, window_cfg):
+    """The same random weights in a model of window_cfg (a tm.ModelConfig) and in one with
+    attention_window 0, both float64 in eval mode -> (windowed, full)."""
+    torch.manual_seed(11)
+    windowed = tm.make_model(window_cfg)
+    full = tm.make_model(tm.ModelConfig(**{**window_cfg.__dict__, "attention_window": 0}))
+    full.load_state_dict(windowed.state_dict(), strict=True)
+    return windowed.double().eval(), full.double().eval()
+
+
+def max_diff(a, b):
+    return float((a - b).abs().max())
+
+
+def check_window_decoder_only(checks, torch, tm):
+    cfg = tm.ModelConfig(arch="decoder-only", tgt_vocab=17, d_model=16, n_heads=4, n_kv_heads=2, d_ff=32,
+                         decoder_layers=2, positional="rope", max_len=16, attention_window=WINDOW)
+    cfg.validate()
+    windowed, full = small_models(torch, tm, cfg)
+    tokens = torch.tensor([[2, 5, 9, 4, 11, 7, 6, 13, 8, 5], [2, 12, 6, 10, 4, 4, 9, 15, 16, 3]])  # (B,T)
+    T = tokens.shape[1]
+    with torch.no_grad():
+        logits = windowed(tokens)                                                          # (B,T,V)
+        by_hand = full.run_layers(full.embed_tokens(tokens), tm.causal_mask(T, T) | hand_window(torch, T, T))
+        by_hand = by_hand @ full.embed.weight.t()
+        unwindowed = full(tokens)
+        # the KV cache: a prompt of 4, then one token at a time, each step against the teacher-forced logits
+        P = 4
+        state = windowed.start_decoding(tokens[:, :P])
+        stepped = [windowed.decode_step(tokens[:, t:t + 1], state) for t in range(P - 1, T)]
+    diff, changed = max_diff(logits, by_hand), max_diff(logits, unwindowed)
+    checks.check(diff <= WINDOW_TOLERANCE and changed > 1e-3, "decoder-only (e) window",
+                 f"attention_window {WINDOW} vs window 0 with the window mask added by hand: max |difference| "
+                 f"{diff:.3g} (tolerance {WINDOW_TOLERANCE:g}); vs full attention {changed:.3g} (must differ)")
+    step_diff = max_diff(torch.stack(stepped, dim=1), logits[:, P - 1:])
+    checks.check(step_diff <= WINDOW_TOLERANCE, "decoder-only (e) window, KV cache",
+                 f"decode_step at positions {P - 1}..{T - 1} vs teacher forcing: max |difference| {step_diff:.3g}")
+
+
+def check_window_encoder_decoder(checks, torch, tm):
+    cfg = tm.ModelConfig(src_vocab=19, tgt_vocab=19, d_model=16, n_heads=4, d_ff=32, encoder_layers=2,
+                         decoder_layers=2, positional="alibi", share_embeddings=True, tie_output=True, max_len=16,
+                         attention_window=WINDOW)
+    cfg.validate()
+    windowed, full = small_models(torch, tm, cfg)
+    src = torch.tensor([[5, 8, 4, 12, 9, 7, 14, 6, 11], [13, 4, 10, 6, 18, 5, 0, 0, 0]])   # (B,S), row 1 padded
+    tgt_in = torch.tensor([[2, 9, 4, 10, 7, 16, 5, 8], [2, 6, 17, 3, 12, 4, 9, 11]])       # (B,T)
+    S, T = src.shape[1], tgt_in.shape[1]
+    with torch.no_grad():
+        logits = windowed(src, tgt_in)                                                     # (B,T,V)
+        padding = tm.padding_mask(src, cfg.pad_id)                                         # (B,1,1,S)
+        memory = full.encoder(full.embed(full.src_embed, full.src_pos, src), padding | hand_window(torch, S, S))
+        y = full.embed(full.target_table(), full.tgt_pos, tgt_in)
+        h = full.decoder(y, memory, tm.causal_mask(T, T) | hand_window(torch, T, T), padding)  # cross: padding only
+        by_hand = full.project(h)
+        unwindowed = full(src, tgt_in)
+        state = windowed.start_decoding(src)
+        stepped = [windowed.decode_step(tgt_in[:, t:t + 1], state) for t in range(T)]
+    diff, changed = max_diff(logits, by_hand), max_diff(logits, unwindowed)
+    checks.check(diff <= WINDOW_TOLERANCE and changed > 1e-3, "encoder-decoder (e) window",
+                 f"attention_window {WINDOW} vs window 0 with the window mask added by hand to the encoder's and the "
+                 f"decoder's self-attention (not to cross-attention): max |difference| {diff:.3g} (tolerance "
+                 f"{WINDOW_TOLERANCE:g}); vs full attention {changed:.3g} (must differ)")
+    step_diff = max_diff(torch.stack(stepped, dim=1), logits)
+    checks.check(step_diff <= WINDOW_TOLERANCE, "encoder-decoder (e) window, KV cache",
+                 f"decode_step at positions 0..{T - 1} vs teacher forcing: max |difference| {step_diff:.3g}")
+
+
+def rope_by_formula(torch, x, positions, scaling, factor):
+    """apply_rope written out pair by pair in float64: x (T,Dh), row t at positions[t]; pair k turns by
+    p * position_scale * base^(-2k/Dh), as the [model] keys define it."""
+    import math
+    Dh = x.shape[-1]
+    scale = 1.0 / factor if scaling == "interpolation" else 1.0
+    base = 10000.0 * factor ** (Dh / (Dh - 2)) if scaling == "ntk" else 10000.0
+    out = torch.empty_like(x)
+    for t, p in enumerate(positions):
+        for k in range(Dh // 2):
+            a = p * scale * base ** (-2.0 * k / Dh)
+            x0, x1 = float(x[t, 2 * k]), float(x[t, 2 * k + 1])
+            out[t, 2 * k], out[t, 2 * k + 1] = x0 * math.cos(a) - x1 * math.sin(a), x0 * math.sin(a) + x1 * math.cos(a)
+    return out
+
+
+def check_rope_scaling(checks, torch, tm):
+    Dh, T = 8, 12
+    x = torch.randn(1, 1, T, Dh, dtype=torch.float64, generator=torch.Generator().manual_seed(5))  # (B,H,T,Dh)
+    # interpolation, factor 2: position 2p turns as position p did; every row at once from start 0 and
+    # from a later start (the KV cache's case)
+    doubled = tm.apply_rope(x.repeat_interleave(2, dim=2), 0, "interpolation", 2.0)[:, :, 0::2]  # rows at 0,2,4..
+    plain = tm.apply_rope(x, 0)
+    late = tm.apply_rope(x[:, :, 5:6], 2 * 5, "interpolation", 2.0)
+    same = torch.equal(doubled, plain) and torch.equal(late, plain[:, :, 5:6])
+    checks.check(same, "(f) rope interpolation",
+                 f"rope_factor 2: positions 2p (p = 0..{T - 1}) turn exactly as unscaled positions p "
+                 f"({'equal bit for bit' if same else 'DIFFER by %.3g' % max_diff(doubled, plain)})")
+    worst, where = 0.0, ""
+    for scaling, factor, start in [("none", 1.0, 0), ("interpolation", 3.0, 7), ("ntk", 4.0, 0), ("ntk", 2.5, 9)]:
+        got = tm.apply_rope(x, start, scaling, factor)[0, 0]
+        want = rope_by_formula(torch, x[0, 0], range(start, start + T), scaling, factor)
+        if max_diff(got, want) >= worst:
+            worst, where = max_diff(got, want), f"{scaling} {factor:g} from {start}"
+    checks.check(worst <= 1e-12, "(f) rope scaling vs the formula",
+                 f"none, interpolation 3, ntk 4 and 2.5 against the pair-by-pair formula: max |difference| {worst:.3g} "
+                 f"({where})")
+    # ntk keeps the fastest pair and interpolates the slowest: base' = 10000 f^(Dh/(Dh-2)) gives
+    # theta_last = 10000^(-(Dh-2)/Dh) / f
+    _, theta = tm.rope_frequencies(Dh, "ntk", 4.0)
+    _, theta0 = tm.rope_frequencies(Dh)
+    off = abs(float(theta[-1] * 4.0 / theta0[-1]) - 1)
+    ok = float(theta[0]) == float(theta0[0]) == 1.0 and off < 1e-12
+    checks.check(ok, "(f) rope ntk frequencies", f"factor 4: theta_0 {float(theta[0])!r} (unscaled 1), theta_last "
+                 f"{float(theta[-1]):.6g} = unscaled {float(theta0[-1]):.6g} / 4 to a relative {off:.2g}")
+
+
+def check_config_keys(checks, tm):
+    """parse_config / model_config_from: the defaults for a config without the new keys, the values
+    accepted, and one line naming the key for each bad value."""
+    base = '[model]\narch = "decoder-only"\nd_model = 16\nn_heads = 4\nmax_len = 16\n'
+    m = tm.parse_config(base, "old")["model"]
+    defaults = (m["attention_window"], m["rope_scaling"], m["rope_factor"]) == (0, "none", 1.0)
+    cfg = tm.model_config_from(tm.parse_config(base + 'positional = "rope"\nattention_window = 16\n'
+                                                'rope_scaling = "ntk"\nrope_factor = 4\n', "new"), 0, 9)
+    accepted = (cfg.attention_window, cfg.rope_scaling, cfg.rope_factor) == (16, "ntk", 4.0)
+    rnn = tm.model_config_from(tm.parse_config('[model]\narch = "rnn"\nattention_window = 0\nrope_scaling = "none"\n'
+                                               'rope_factor = 1.0\n', "rnn"), 9, 9)  # a C++ rnn checkpoint's keys
+    checks.check(defaults and accepted and rnn.attention_window == 0, "(f) config keys accepted",
+                 f"a config without the keys: attention_window {m['attention_window']}, rope_scaling "
+                 f"{m['rope_scaling']!r}, rope_factor {m['rope_factor']}; set: {cfg.attention_window}, "
+                 f"{cfg.rope_scaling!r}, {cfg.rope_factor}; an rnn config listing them loads")
+    bad = [("attention_window = 17", "attention_window", "max_len 16"), ("attention_window = -1", "attention_window",
+            "found -1"), ("attention_window = 2.5", "attention_window", "expected int"),
+           ('rope_scaling = "yarn"', "rope_scaling", "'yarn'"), ('rope_scaling = "ntk"\nrope_factor = 2',
+            "rope_scaling", "positional 'rope'"), ('positional = "rope"\nrope_scaling = "ntk"\nrope_factor = 0.5',
+            "rope_factor", "found 0.5"), ('positional = "rope"\nrope_factor = 2', "rope_factor", "found 2.0"),
+           ('positional = "rope"\nrope_scaling = "ntk"\nrope_factor = inf', "rope_factor", "finite")]
+    wrong = []
+    for lines, key, needle in bad:
+        try:
+            tm.model_config_from(tm.parse_config(base + lines + "\n", "bad"), 0, 9)
+            wrong.append(f"{lines!r} accepted")
+        except tm.ToolError as e:
+            text = str(e)
+            if key not in text or needle not in text or "\n" in text:
+                wrong.append(f"{lines!r}: {text}")
+    checks.check(not wrong, "(f) config keys refused", f"{len(bad) - len(wrong)}/{len(bad)} bad values refused in "
+                 f"one line naming the key" + (f"; {'; '.join(wrong)}" if wrong else ""))
+
+
+def python_only_checks(checks):
+    """(e) and (f): torch only."""
+    torch, tm = import_torch_model()
+    torch.set_num_threads(1)
+    for check in (check_window_decoder_only, check_window_encoder_decoder, check_rope_scaling):
+        check(checks, torch, tm)
+    check_config_keys(checks, tm)
+
+
 def main(argv):
     if len(argv) != 1:
-        print("usage: test_torch_interchange.py BUILD_DIR (the folder of the scratchformer binary)", file=sys.stderr)
+        print("usage: test_torch_interchange.py BUILD_DIR (the folder of the scratchformer binary) | --python-only",
+              file=sys.stderr)
         return 2
-    build_dir = os.path.abspath(argv[0])
-    missing = missing_requirement(build_dir)
-    if missing:
-        print(f"skipped: {missing}")
+    if missing_module("torch"):
+        print(f"skipped: {missing_module('torch')}")
         return 77
-    binary = os.path.join(build_dir, "scratchformer")
     checks = Checks()
+    python_only_checks(checks)
+    missing = "--python-only given" if argv[0] == "--python-only" else missing_requirement(os.path.abspath(argv[0]))
+    if missing:
+        print(f"{checks.passed} passed, {checks.failed} failed; the checks with the binary skipped: {missing}")
+        return 1 if checks.failed else (0 if argv[0] == "--python-only" else 77)
+    binary = os.path.join(os.path.abspath(argv[0]), "scratchformer")
     with tempfile.TemporaryDirectory(prefix="scratchformer-torch-") as tmp:
         make_data(tmp)
         for name, config, overrides in MODELS:

@@ -22,6 +22,7 @@
 
 #include "autograd/check.h"
 #include "autograd/exercise.h"
+#include "autograd/node.h"
 #include "autograd/ops.h"
 #include "nn/relative_positions.h"
 
@@ -72,6 +73,22 @@ Tensor repeat_kv_heads(const Tensor& x, std::int64_t groups) {
   const Shape& s = x.shape();
   const Tensor grouped = expand(unsqueeze(x, 2), {s[0], s[1], groups, s[2], s[3]});  // (B,Hkv,G,Tk,Dh)
   return reshape(grouped, {s[0], s[1] * groups, s[2], s[3]});
+}
+
+// q: (B,H,Tq,Dh), k, v: (B,Hkv,Tk,Dh) -> (B,H,Tq,Dh): the same numbers as repeat_kv_heads then
+// attention, without the copies. Query head h = kv G + g, so (B,H,Tq,Dh) is (B,Hkv,G Tq,Dh): each
+// k/v head meets its G query heads' rows in one product. The scores are viewed as (B,H,Tq,Tk)
+// for the mask, the bias and the softmax, and back for the product with v.
+Tensor grouped_query_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
+                               const Tensor& bias) {
+  const std::int64_t B = q.size(0), H = q.size(1), Tq = q.size(2), Dh = q.size(3), Hkv = k.size(1), Tk = k.size(2);
+  const Tensor q_grouped = reshape(q, {B, Hkv, (H / Hkv) * Tq, Dh});
+  Tensor scores = mul(matmul(q_grouped, transpose(k, -2, -1)), 1.0 / std::sqrt(static_cast<double>(Dh)));
+  scores = reshape(scores, {B, H, Tq, Tk});  // (B,Hkv,G Tq,Tk) seen per query head
+  if (bias.defined()) scores = add(scores, bias);
+  if (mask.defined()) scores = masked_fill(scores, mask, -std::numeric_limits<double>::infinity());
+  const Tensor weights = reshape(softmax(scores, -1), {B, Hkv, (H / Hkv) * Tq, Tk});
+  return reshape(matmul(weights, v), {B, H, Tq, Dh});  // (B,Hkv,G Tq,Dh) -> (B,H,Tq,Dh)
 }
 
 // a, b: bool masks (TRUE = BLOCKED) -> bool at their broadcast shape, blocked where either is.
@@ -392,12 +409,6 @@ Tensor MultiHeadAttention::forward(const Tensor& x_q, const Tensor& x_kv, const 
     keys.positions.resize(keys.k.size(2));
     std::iota(keys.positions.begin(), keys.positions.end(), 0);
   }
-  const std::int64_t t_k = keys.k.size(2);
-
-  // GQA/MQA: each group of G = H/Hkv query heads shares one k/v head.
-  const std::int64_t groups = n_heads / n_kv_heads;
-  const Tensor k_heads = repeat_kv_heads(keys.k, groups);  // (B,H,Tk,Dh)
-  const Tensor v_heads = repeat_kv_heads(keys.v, groups);  // (B,H,Tk,Dh)
 
   // Sliding window: keys W or more positions away are blocked too.
   Tensor mask = caller_mask;
@@ -410,14 +421,22 @@ Tensor MultiHeadAttention::forward(const Tensor& x_q, const Tensor& x_kv, const 
     std::iota(q_positions.begin(), q_positions.end(), q_start);
     bias = alibi_bias_at(n_heads, q_positions, keys.positions, causal_positions, x_q.dtype());
   }
-  (void)t_k;
-
+  // GQA/MQA: each group of G = H/Hkv query heads shares one k/v head.
+  const std::int64_t groups = n_heads / n_kv_heads;
   Tensor heads;  // (B,H,Tq,Dh)
-  if (kernel == AttentionKernel::Tiled && !capture_weights) {
+  if (groups > 1 && !grad_enabled() && !capture_weights && kernel == AttentionKernel::Plain) {
+    // Inference: the G query heads of a group read their k/v head in place (a step reads the
+    // Hkv-head cache once, which is what GQA/MQA save), instead of H expanded copies.
+    heads = grouped_query_attention(q, keys.k, keys.v, mask, bias);
+  } else if (kernel == AttentionKernel::Tiled && !capture_weights) {
+    const Tensor k_heads = repeat_kv_heads(keys.k, groups);  // (B,H,Tk,Dh)
+    const Tensor v_heads = repeat_kv_heads(keys.v, groups);  // (B,H,Tk,Dh)
     // The same softmax(q k^T / sqrt(Dh) + bias, masked) v, one score tile at a time.
     const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
     heads = tiled_attention(q, k_heads, v_heads, mask, bias, scale);
   } else {
+    const Tensor k_heads = repeat_kv_heads(keys.k, groups);  // (B,H,Tk,Dh)
+    const Tensor v_heads = repeat_kv_heads(keys.v, groups);  // (B,H,Tk,Dh)
     Tensor weights = weights_of(q, k_heads, mask, bias, "MultiHeadAttention");  // (B,H,Tq,Tk)
     if (capture_weights) last_weights = weights.detach();
     if (is_training() && dropout > 0) weights = sf::dropout(weights, dropout, *dropout_gen_);

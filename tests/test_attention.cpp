@@ -534,3 +534,20 @@ TEST_CASE("a static cross-attention cache equals recomputing k and v from the en
     REQUIRE(max_abs_diff(m.forward(x, Tensor(), mask, &cache), m.forward(x, enc, mask)) <= kCacheTol);
   }
 }
+
+TEST_CASE("inference GQA reads each k/v head in place and gives the expanded heads' numbers", "[attention][gqa]") {
+  // Under NoGradGuard a grouped module multiplies its query groups with the Hkv-head keys directly
+  // (grouped_query_attention); with gradients on it expands the heads (repeat_kv_heads). Same math.
+  for (std::int64_t kv_heads : {1, 2}) {
+    for (PositionInAttention pos : {PositionInAttention::None, PositionInAttention::ALiBi, PositionInAttention::RoPE}) {
+      Generator gen(5), drop(6);
+      MultiHeadAttention attn(16, 4, kv_heads, 0.0, pos, gen, drop, Dtype::Float64);
+      const Tensor x = randn({2, 6, 16}, gen, Dtype::Float64);
+      const Tensor mask = causal_mask(6, 6);
+      const Tensor expanded = attn.forward(x, x, mask);  // grad mode on: the expanded path
+      NoGradGuard no_grad;
+      INFO("Hkv " << kv_heads);
+      REQUIRE(max_abs_diff(attn.forward(x, x, mask), expanded) < sf::test::kFloat64Tol);
+    }
+  }
+}

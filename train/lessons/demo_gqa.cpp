@@ -173,9 +173,10 @@ void print_gqa(const GqaDemoResult& r, std::ostream& out) {
   }
   out << "\n  KV bytes per token, " << names << " = " << ratio << "\n"
       << "  tokens/s: B x T / median of " << s.repeats << " decodings on 1 thread, measured on this machine: "
-      << "not a claim. Here attention expands the Hkv heads to H\n"
-      << "  before the product (repeat_kv_heads), so a step computes as much as MHA; what GQA/MQA save is the "
-      << "cache, the memory a long\n  context or a large batch must hold and read at every step.\n"
+      << "not a claim. While decoding, the G query heads of a group\n"
+      << "  read their one k/v head in place (grouped_query_attention), so a step reads the Hkv-head cache once: "
+      << "GQA/MQA save the memory\n  a long context or a large batch must hold, and the bytes every step must read "
+      << "(demo kv-bandwidth).\n"
       << (r.claim_holds ? "claim holds / 结论成立\n" : "claim does NOT hold / 结论不成立\n");
 }
 

@@ -227,3 +227,26 @@ TEST_CASE("rope_scaling: interpolation turns position s p as p, NTK slows only t
   REQUIRE(rope_frequencies(RopeScaling::None, 1.0, 8).base == 10000.0);
   REQUIRE_THROWS_WITH(rope_frequencies(RopeScaling::Ntk, 0.5, 8), Contains("factor >= 1"));
 }
+
+TEST_CASE("a full ring takes the next key in place: no copy of the cache per step", "[window][cache]") {
+  KVCache cache;
+  cache.window = 3;
+  Generator gen(2);
+  const auto fresh = [&] { return randn({1, 2, 1, 4}, gen, Dtype::Float64); };
+  std::vector<Tensor> keys;
+  for (int t = 0; t < 3; ++t) {
+    keys.push_back(fresh());
+    append_to_cache(cache, keys.back(), keys.back());
+  }
+  const void* storage = cache.k.raw_data();
+  keys.push_back(fresh());
+  append_to_cache(cache, keys.back(), keys.back());  // position 3 -> slot 0
+  REQUIRE(cache.k.raw_data() == storage);
+  REQUIRE(cache.length() == 4);
+  REQUIRE(cache.slots() == 3);
+  REQUIRE(cache.position_of_slot(0) == 3);
+  REQUIRE(cache.position_of_slot(1) == 1);
+  // In position order the ring reads keys 1, 2, 3.
+  const Tensor ordered = cache_in_position_order(cache).first;
+  for (int i = 0; i < 3; ++i) REQUIRE(max_abs_diff(ordered.narrow(2, i, 1), keys[i + 1]) == 0.0);
+}

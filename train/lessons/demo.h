@@ -10,6 +10,7 @@
 #include <functional>
 #include <iosfwd>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace sf::train {
@@ -73,6 +74,21 @@ void draw_heatmap(train::SvgWriter& svg, double x, double y, double cell, const 
 void draw_log_bars(train::SvgWriter& svg, double x, double y, double w, const std::vector<std::string>& labels,
                    const std::vector<double>& values, double threshold, const std::string& title);
 
+// A log-log panel at (x, y), w x h px: x on a log2 axis (ticks at the powers of two in range,
+// labelled as integers), y on a log10 axis (grid at the powers of ten, labelled "1e3 unit").
+// One line (with dots) per series; a dashed series is drawn dashed. A legend sits at the
+// top-left inside the panel.
+struct Series {
+  std::string name;
+  std::string colour;
+  std::vector<std::pair<double, double>> points;  // (x > 0, y > 0)
+  bool dashed = false;
+};
+void draw_log_lines(train::SvgWriter& svg, double x, double y, double w, double h, const std::string& title,
+                    const std::string& x_label, const std::string& unit, const std::vector<Series>& series);
+// Ten well-separated line colours ("#1f77b4", ...): series i takes colour(i).
+const char* colour(std::size_t i);
+
 // The demos, one file each.
 int run_autograd_demo(const DemoOptions& options, std::ostream& out);         // demo_autograd.cpp
 int run_permutation_demo(const DemoOptions& options, std::ostream& out);      // demo_permutation.cpp
@@ -87,5 +103,8 @@ int run_rope_demo(const DemoOptions& options, std::ostream& out);             //
 int run_gqa_demo(const DemoOptions& options, std::ostream& out);              // demo_gqa.cpp
 int run_pooling_demo(const DemoOptions& options, std::ostream& out);          // demo_pooling.cpp
 int run_label_smoothing_demo(const DemoOptions& options, std::ostream& out);  // demo_label_smoothing.cpp
+int run_crossover_demo(const DemoOptions& options, std::ostream& out);        // demo_crossover.cpp
+int run_kv_bandwidth_demo(const DemoOptions& options, std::ostream& out);     // demo_kv_bandwidth.cpp
+int run_extrapolation_demo(const DemoOptions& options, std::ostream& out);    // demo_extrapolation.cpp
 
 }  // namespace sf::lessons

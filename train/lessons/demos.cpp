@@ -37,6 +37,10 @@ const std::vector<Demo>& demos() {
        run_lookup_demo},
       {"rope", "<R_i x, R_j y> depends only on j - i; one frequency collides after its period, many do not", run_rope_demo},
       {"gqa", "MHA vs GQA vs MQA at the same width: parameters, KV-cache bytes per token, decode speed", run_gqa_demo},
+      {"crossover", "short sequences are FFN-bound, long ones attention-bound: measured times cross near T* = d_ff - 2 d_model",
+       run_crossover_demo},
+      {"kv-bandwidth", "a decoding step reads the whole KV cache: its time grows with the bytes, GQA/MQA read fewer; a window bounds them",
+       run_kv_bandwidth_demo},
       {"pooling", "a sentence vector by mean pooling vs attention pooling, on real sentences", run_pooling_demo},
       {"label-smoothing", "with label smoothing the loss bottoms out at the entropy of the smoothed target, not at 0",
        run_label_smoothing_demo},
@@ -70,6 +74,48 @@ void save_demo_svg(const DemoOptions& options, const std::string& name, const st
   if (ec) throw std::runtime_error("demo: cannot create the folder of " + path.string() + ": " + ec.message());
   train::write_file_atomically(path.string(), svg);
   out << "SVG written to / 图已写入: " << path.string() << "\n";
+}
+
+const char* colour(std::size_t i) {
+  static const char* colours[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+                                  "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+  return colours[i % 10];
+}
+
+void draw_log_lines(train::SvgWriter& svg, double x, double y, double w, double h, const std::string& title,
+                    const std::string& x_label, const std::string& unit, const std::vector<Series>& series) {
+  double x_lo = 1e300, x_hi = 0, y_lo = 1e300, y_hi = 0;
+  for (const Series& s : series)
+    for (const auto& [px, py] : s.points) {
+      x_lo = std::min(x_lo, px), x_hi = std::max(x_hi, px);
+      y_lo = std::min(y_lo, py), y_hi = std::max(y_hi, py);
+    }
+  if (x_hi <= 0 || y_hi <= 0) return;  // nothing to draw
+  const double e_lo = std::floor(std::log10(std::max(y_lo, 1e-300))), e_hi = std::max(e_lo + 1, std::ceil(std::log10(y_hi)));
+  const double l_lo = std::log2(x_lo), l_hi = std::max(l_lo + 1, std::log2(x_hi));
+  const auto sx = [&](double v) { return x + w * (std::log2(v) - l_lo) / (l_hi - l_lo); };
+  const auto sy = [&](double v) { return y + h * (e_hi - std::log10(std::max(v, 1e-300))) / (e_hi - e_lo); };
+  svg.text(x, y - 12, title, {.size = 13, .bold = true});
+  for (double e = e_lo; e <= e_hi; e += 1) {
+    svg.line(x, sy(std::pow(10, e)), x + w, sy(std::pow(10, e)), {.stroke = "#dddddd"});
+    svg.text(x - 6, sy(std::pow(10, e)) + 4, "1e" + std::to_string(static_cast<int>(e)) + " " + unit,
+             {.size = 10, .anchor = "end"});
+  }
+  for (double v = std::pow(2.0, std::ceil(l_lo)); v <= x_hi * 1.0001; v *= 2)
+    svg.text(sx(v), y + h + 16, std::to_string(std::llround(v)), {.size = 10, .anchor = "middle"});
+  svg.line(x, y, x, y + h, {.stroke = "#444444"});
+  svg.line(x, y + h, x + w, y + h, {.stroke = "#444444"});
+  svg.text(x + w / 2, y + h + 34, x_label, {.size = 11, .anchor = "middle"});
+  double legend_y = y + 14;
+  for (const Series& s : series) {
+    std::vector<std::pair<double, double>> pts;
+    for (const auto& [px, py] : s.points) pts.push_back({sx(px), sy(py)});
+    svg.polyline(pts, {.stroke = s.colour, .stroke_width = 2, .dash = s.dashed ? "5 3" : ""});
+    for (const auto& [px, py] : pts) svg.circle(px, py, 2.5, {.fill = s.colour, .stroke = s.colour});
+    svg.line(x + 8, legend_y - 4, x + 28, legend_y - 4, {.stroke = s.colour, .stroke_width = 3, .dash = s.dashed ? "5 3" : ""});
+    svg.text(x + 32, legend_y, s.name, {.size = 10});
+    legend_y += 15;
+  }
 }
 
 std::string verdict(bool held) {

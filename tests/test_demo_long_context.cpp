@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "train/lessons/demo_crossover.h"
+#include "train/lessons/demo_extrapolation.h"
 #include "train/lessons/demo_kv_bandwidth.h"
 
 using namespace sf::lessons;
@@ -70,5 +71,30 @@ TEST_CASE("kv-bandwidth: each step reads the cache the formula counts; a window'
   for (const KvMemoryRow& m : r.memory) CHECK(m.ring_live_bytes == r.memory.front().ring_live_bytes);
   CHECK(r.memory[2].full_live_bytes - r.memory[1].full_live_bytes == 2 * 2 * 2 * 1 * 16 * 8 * 4);
   CHECK(r.stream_gb_per_s > 0);
+  CHECK(r.claim_holds);
+}
+
+TEST_CASE("extrapolation: every scheme is scored by position, learned positions refuse past L", "[demo][positional]") {
+  ExtrapolationSettings s;  // a few steps: what is checked here does not depend on training
+  s.train_length = 8, s.d_model = 16, s.n_heads = 2, s.layers = 1, s.steps = 2, s.batch = 2, s.eval_windows = 2,
+  s.bucket = 8;
+  const ExtrapolationResult r = compute_extrapolation(1, "", s);
+  REQUIRE(r.curves.size() == 7);
+  for (const ExtrapolationCurve& c : r.curves) {
+    INFO(c.scheme);
+    CHECK(c.loss.size() == (c.scheme == "learned" ? 8u : 32u));
+    CHECK(c.refused.empty() == (c.scheme != "learned"));
+  }
+  CHECK_THAT(r.curves[1].refused, Catch::Contains("max_len 8") && Catch::Contains("(2, 32)"));
+}
+
+TEST_CASE("extrapolation: ALiBi degrades least past L; NTK rescues RoPE, interpolation alone does not",
+          "[demo][positional][trains]") {
+  const ExtrapolationResult r = compute_extrapolation(0, "");  // the demo's own run (about 80 s)
+  for (const auto& [claim, held] : r.claims) {
+    INFO(claim);
+    CHECK(held);
+  }
+  CHECK(r.least_degrading == "alibi");
   CHECK(r.claim_holds);
 }

@@ -98,7 +98,7 @@ TEST_CASE("demo registry lists every demo in course order with a one-line claim"
     CHECK(find_demo(d.name) == &d);
   }
   CHECK(names == std::vector<std::string>{"path-length", "parallel", "bottleneck", "alignment", "autograd", "permutation",
-                                          "collapse", "scaling", "lookup", "rope", "gqa", "crossover", "kv-bandwidth",
+                                          "collapse", "scaling", "lookup", "rope", "gqa", "crossover", "extrapolation", "kv-bandwidth",
                                           "pooling", "label-smoothing"});
   CHECK(find_demo("label_smoothing") == nullptr);
   CHECK(demo_svg_path({}, "lookup") == "demo-lookup.svg");

@@ -39,6 +39,8 @@ const std::vector<Demo>& demos() {
       {"gqa", "MHA vs GQA vs MQA at the same width: parameters, KV-cache bytes per token, decode speed", run_gqa_demo},
       {"crossover", "short sequences are FFN-bound, long ones attention-bound: measured times cross near T* = d_ff - 2 d_model",
        run_crossover_demo},
+      {"extrapolation", "train on L, test on 4L: how each position scheme's loss moves past L; learned positions refuse",
+       run_extrapolation_demo},
       {"kv-bandwidth", "a decoding step reads the whole KV cache: its time grows with the bytes, GQA/MQA read fewer; a window bounds them",
        run_kv_bandwidth_demo},
       {"pooling", "a sentence vector by mean pooling vs attention pooling, on real sentences", run_pooling_demo},

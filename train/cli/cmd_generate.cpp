@@ -39,8 +39,10 @@ std::string describe_phases(const train::Generation& g, const nn::ModelConfig& c
     os << " | decode: " << g.decode_steps << " tokens, " << std::setprecision(2) << 1e3 * g.decode_seconds / g.decode_steps
        << " ms per token (" << std::setprecision(0) << g.decode_steps / g.decode_seconds << " tokens/s)";
   os << " | KV cache at " << g.cache_positions << " positions: " << train::kv_cache_formula_bytes(cfg, g.cache_positions)
-     << " bytes by 2*L*Hkv*T*Dh*4 (L " << cfg.decoder_layers << ", Hkv " << cfg.kv_heads() << ", Dh "
-     << cfg.d_model / cfg.n_heads << "), " << g.cache_bytes << " allocated";
+     << (cfg.attention_window > 0 ? " bytes by 2*L*Hkv*min(T,W)*Dh*4 (L " : " bytes by 2*L*Hkv*T*Dh*4 (L ")
+     << cfg.decoder_layers << ", Hkv " << cfg.kv_heads() << ", Dh " << cfg.d_model / cfg.n_heads;
+  if (cfg.attention_window > 0) os << ", a ring of W " << cfg.attention_window;
+  os << "), " << g.cache_bytes << " allocated";
   return os.str();
 }
 

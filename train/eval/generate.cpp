@@ -1,5 +1,6 @@
 #include "train/eval/generate.h"
 
+#include <algorithm>
 #include <chrono>
 #include <stdexcept>
 #include <string>
@@ -84,7 +85,8 @@ std::int64_t kv_cache_formula_bytes(const nn::ModelConfig& cfg, std::int64_t pos
                                     std::int64_t element_bytes) {
   const std::int64_t kv_heads = cfg.n_kv_heads == 0 ? cfg.n_heads : cfg.n_kv_heads;
   const std::int64_t head_dim = cfg.d_model / cfg.n_heads;
-  return 2 * cfg.decoder_layers * batch * kv_heads * positions * head_dim * element_bytes;
+  const std::int64_t held = cfg.attention_window > 0 ? std::min(positions, cfg.attention_window) : positions;
+  return 2 * cfg.decoder_layers * batch * kv_heads * held * head_dim * element_bytes;
 }
 
 std::vector<bool> generatable_tokens(const data::Tokenizer& tok) {

@@ -60,7 +60,8 @@ std::size_t pack_matrix_weights(const nn::Model& model, PackedWeights& packed);
 // and </s>, never padding, <s> or task symbols (<sep>, <mask>, ...).
 std::vector<bool> generatable_tokens(const data::Tokenizer& tok);
 
-// The lecture's KV-cache size: keys and values, 2 * L * B * Hkv * T * Dh * bytes per element.
+// The lecture's KV-cache size: keys and values, 2 * L * B * Hkv * T * Dh * bytes per element. With
+// a sliding window (model.attention_window = W) the cache is a ring of W: T becomes min(T, W).
 std::int64_t kv_cache_formula_bytes(const nn::ModelConfig& cfg, std::int64_t positions, std::int64_t batch = 1,
                                     std::int64_t element_bytes = 4);
 

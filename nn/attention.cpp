@@ -348,7 +348,7 @@ MultiHeadAttention::Keys MultiHeadAttention::keys_values_with_cache(const Tensor
   if (cache.is_static && cache.length() > 0) {
     SF_EXPECT(cache.k.size(0) == batch, "MultiHeadAttention: static cache holds batch ", cache.k.size(0),
               " but x_q has batch ", batch);
-    return {cache.k, cache.v, positions_from(0, cache.slots())};
+    return {cache.k, cache.v, {}};
   }
   SF_EXPECT(x_kv.defined() && x_kv.dim() == 3 && x_kv.size(0) == batch && x_kv.size(2) == d_model,
             "MultiHeadAttention: expected x_kv of shape (", batch, ",Tk,", d_model, "), got ",
@@ -373,16 +373,38 @@ MultiHeadAttention::Keys MultiHeadAttention::keys_values_with_cache(const Tensor
   return keys;
 }
 
-// The sliding window's mask for queries at q_start.. and keys at `positions`, or undefined when
-// every key is inside every query's window (one decoding step over a ring).
-Tensor MultiHeadAttention::window_mask_for(std::int64_t q_start, std::int64_t t_q,
-                                           const std::vector<std::int64_t>& positions) const {
-  if (window == 0 || positions.empty()) return Tensor();
-  const auto [lo, hi] = std::minmax_element(positions.begin(), positions.end());
-  if (q_start + t_q - 1 - *lo < window && *hi - q_start < window) return Tensor();
-  SF_CHECK(*hi - *lo + 1 == static_cast<std::int64_t>(positions.size()) && positions.front() == *lo,
+// caller_mask with the sliding window's blocks added, for queries at q_start.. and the keys'
+// positions; unchanged when every key is inside every query's window (a decoding step over a ring).
+Tensor MultiHeadAttention::with_window(const Tensor& caller_mask, std::int64_t q_start, std::int64_t t_q,
+                                       const Keys& keys) const {
+  const std::int64_t t_k = keys.k.size(2);
+  const std::int64_t lo = keys.positions.empty() ? 0 : *std::min_element(keys.positions.begin(), keys.positions.end());
+  const std::int64_t hi = keys.positions.empty() ? t_k - 1 : *std::max_element(keys.positions.begin(), keys.positions.end());
+  if (q_start + t_q - 1 - lo < window && hi - q_start < window) return caller_mask;
+  SF_CHECK(hi - lo + 1 == t_k && (keys.positions.empty() || keys.positions.front() == lo),
            "MultiHeadAttention: a window mask over keys out of position order");
-  return window_mask(t_q, static_cast<std::int64_t>(positions.size()), window, q_start, *lo);
+  const Tensor band = window_mask(t_q, t_k, window, q_start, lo);
+  return caller_mask.defined() ? mask_union(caller_mask, band) : band;
+}
+
+// Tiled attention, or grouped-query attention at inference: (B,H,Tq,Dh), the weights never kept.
+Tensor MultiHeadAttention::heads_without_weights(const Tensor& q, const Keys& keys, const Tensor& mask,
+                                                 const Tensor& bias) const {
+  const std::int64_t groups = n_heads / n_kv_heads;
+  if (kernel == AttentionKernel::Plain)  // inference GQA/MQA: each k/v head read once, in place
+    return grouped_query_attention(q, keys.k, keys.v, mask, bias);
+  // The same softmax(q k^T / sqrt(Dh) + bias, masked) v, one score tile at a time.
+  const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
+  return tiled_attention(q, repeat_kv_heads(keys.k, groups), repeat_kv_heads(keys.v, groups), mask, bias, scale);
+}
+
+// The ALiBi bias (H,Tq,Tk) for queries at q_start.. and the keys' positions.
+Tensor MultiHeadAttention::alibi_for(std::int64_t q_start, std::int64_t t_q, const Keys& keys, bool causal,
+                                     Dtype dtype) const {
+  if (keys.positions.empty()) return alibi_bias(n_heads, t_q, keys.k.size(2), q_start, causal, dtype);
+  std::vector<std::int64_t> q_positions(t_q);
+  std::iota(q_positions.begin(), q_positions.end(), q_start);
+  return alibi_bias_at(n_heads, q_positions, keys.positions, causal, dtype);
 }
 
 // x_q: (B,Tq,D), x_kv: (B,Tk,D) -> (B,Tq,D)
@@ -392,48 +414,29 @@ Tensor MultiHeadAttention::forward(const Tensor& x_q, const Tensor& x_kv, const 
             "), got ", x_q.shape());
   SF_EXPECT(q_start >= 0, "MultiHeadAttention: q_start must be >= 0, got ", q_start);
   const std::int64_t batch = x_q.size(0), t_q = x_q.size(1);
-  const bool rope = pos == PositionInAttention::RoPE;
 
   // Queries: (B,Tq,D) -> (B,H,Tq,Dh), rotated to positions q_start.. under RoPE.
   Tensor q = split_heads(q_proj->forward(x_q), n_heads, head_dim);
-  if (rope) q = apply_rope(q, q_start, this->rope.base, this->rope.position_scale);
+  if (pos == PositionInAttention::RoPE) q = apply_rope(q, q_start, rope.base, rope.position_scale);
 
-  // Keys and values: (B,Hkv,Tk,Dh), projected from x_kv (while decoding, through the cache),
-  // and the position of each key (0..Tk-1 without a cache).
+  // Keys and values: (B,Hkv,Tk,Dh), projected from x_kv (while decoding, through the cache).
   Keys keys;
   if (cache) {
     keys = keys_values_with_cache(x_kv, batch, *cache);
   } else {
     check_kv_input(x_kv, x_q);
     std::tie(keys.k, keys.v) = project_keys_values(x_kv, 0);
-    keys.positions.resize(keys.k.size(2));
-    std::iota(keys.positions.begin(), keys.positions.end(), 0);
   }
+  // A sliding window blocks the keys W or more positions away too; ALiBi adds its distance bias.
+  const Tensor mask = window > 0 ? with_window(caller_mask, q_start, t_q, keys) : caller_mask;
+  const Tensor bias = pos == PositionInAttention::ALiBi ? alibi_for(q_start, t_q, keys, causal_positions, x_q.dtype())
+                                                        : Tensor();  // (H,Tq,Tk) or none
 
-  // Sliding window: keys W or more positions away are blocked too.
-  Tensor mask = caller_mask;
-  if (const Tensor band = window_mask_for(q_start, t_q, keys.positions); band.defined())
-    mask = mask.defined() ? mask_union(mask, band) : band;
-
-  Tensor bias;  // (H,Tq,Tk) under ALiBi
-  if (pos == PositionInAttention::ALiBi) {
-    std::vector<std::int64_t> q_positions(t_q);
-    std::iota(q_positions.begin(), q_positions.end(), q_start);
-    bias = alibi_bias_at(n_heads, q_positions, keys.positions, causal_positions, x_q.dtype());
-  }
   // GQA/MQA: each group of G = H/Hkv query heads shares one k/v head.
   const std::int64_t groups = n_heads / n_kv_heads;
   Tensor heads;  // (B,H,Tq,Dh)
-  if (groups > 1 && !grad_enabled() && !capture_weights && kernel == AttentionKernel::Plain) {
-    // Inference: the G query heads of a group read their k/v head in place (a step reads the
-    // Hkv-head cache once, which is what GQA/MQA save), instead of H expanded copies.
-    heads = grouped_query_attention(q, keys.k, keys.v, mask, bias);
-  } else if (kernel == AttentionKernel::Tiled && !capture_weights) {
-    const Tensor k_heads = repeat_kv_heads(keys.k, groups);  // (B,H,Tk,Dh)
-    const Tensor v_heads = repeat_kv_heads(keys.v, groups);  // (B,H,Tk,Dh)
-    // The same softmax(q k^T / sqrt(Dh) + bias, masked) v, one score tile at a time.
-    const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
-    heads = tiled_attention(q, k_heads, v_heads, mask, bias, scale);
+  if (!capture_weights && (kernel == AttentionKernel::Tiled || (groups > 1 && !grad_enabled()))) {
+    heads = heads_without_weights(q, keys, mask, bias);
   } else {
     const Tensor k_heads = repeat_kv_heads(keys.k, groups);  // (B,H,Tk,Dh)
     const Tensor v_heads = repeat_kv_heads(keys.v, groups);  // (B,H,Tk,Dh)

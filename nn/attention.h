@@ -159,11 +159,13 @@ class MultiHeadAttention : public Module {
   // The keys and values one forward attends over, and each key's position.
   struct Keys {
     Tensor k, v;                           // (B,Hkv,Tk,Dh)
-    std::vector<std::int64_t> positions;  // (Tk): key j sits at positions[j]
+    std::vector<std::int64_t> positions;  // (Tk): key j sits at positions[j]; empty: at j
   };
   Keys keys_values_with_cache(const Tensor& x_kv, std::int64_t batch, KVCache& cache) const;
   void check_kv_input(const Tensor& x_kv, const Tensor& x_q) const;
-  Tensor window_mask_for(std::int64_t q_start, std::int64_t t_q, const std::vector<std::int64_t>& positions) const;
+  Tensor with_window(const Tensor& caller_mask, std::int64_t q_start, std::int64_t t_q, const Keys& keys) const;
+  Tensor alibi_for(std::int64_t q_start, std::int64_t t_q, const Keys& keys, bool causal, Dtype dtype) const;
+  Tensor heads_without_weights(const Tensor& q, const Keys& keys, const Tensor& mask, const Tensor& bias) const;
 
   std::int64_t d_model, n_heads, n_kv_heads, head_dim;
   double dropout;

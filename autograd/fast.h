@@ -70,6 +70,11 @@ bool softmax(const Tensor& x, Tensor& y, std::int64_t d, bool log);
 // dx from the saved output y and dy = grad_output (all contiguous).
 bool softmax_backward(const Tensor& y, const Tensor& dy, Tensor& dx, std::int64_t d, bool log);
 
+// One row of a tiled-attention score tile (ops_attention.cpp): row[c] = exp(row[c] - shift) for
+// c < n, with fast_exp in SIMD lanes; adds their sum to *sum when sum is not null. float32 only.
+bool exp_shifted(float* row, std::int64_t n, float shift, double* sum);
+inline bool exp_shifted(double*, std::int64_t, double, double*) { return false; }  // float64: the plain loop
+
 // logits (N, V) contiguous, targets (N): row_loss and lse (N) on the rows kept (ops_loss.cpp).
 bool cross_entropy(const Tensor& logits, const std::int64_t* targets, std::int64_t ignore_index, double smoothing,
                    double* row_loss, double* lse);

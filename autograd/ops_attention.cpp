@@ -59,6 +59,7 @@
 #include <string>
 #include <vector>
 
+#include "autograd/fast.h"
 #include "autograd/kernels.h"
 #include "autograd/node.h"
 #include "autograd/exercise.h"
@@ -296,10 +297,11 @@ void forward_pair(const AttentionArgs<T>& a, std::int64_t b, std::int64_t h, For
         // alpha rescales what was summed under the old max (0 when there was none: m = -inf).
         const T alpha = std::exp(w.m[r] - m_new);
         double block_sum = 0;
-        for (std::int64_t c = 0; c < cols; ++c) {
-          s_row[c] = std::exp(s_row[c] - m_new);  // exp(S - m'): blocked keys give exp(-inf) = 0
-          block_sum += s_row[c];
-        }
+        if (!(fast::kEnabled && fast::exp_shifted(s_row, cols, m_new, &block_sum)))
+          for (std::int64_t c = 0; c < cols; ++c) {
+            s_row[c] = std::exp(s_row[c] - m_new);  // exp(S - m'): blocked keys give exp(-inf) = 0
+            block_sum += s_row[c];
+          }
         w.l[r] = alpha * w.l[r] + block_sum;
         T* acc_row = w.acc.data() + r * a.Dh;
         for (std::int64_t d = 0; d < a.Dh; ++d) acc_row[d] *= alpha;
@@ -407,7 +409,8 @@ void backward_pair(const AttentionArgs<T>& a, const BackwardArgs<T>& bwd, std::i
           std::fill_n(p_row, cols, T(0));
           continue;
         }
-        for (std::int64_t c = 0; c < cols; ++c) p_row[c] = std::exp(p_row[c] - L);
+        if (!(fast::kEnabled && fast::exp_shifted(p_row, cols, L, nullptr)))
+          for (std::int64_t c = 0; c < cols; ++c) p_row[c] = std::exp(p_row[c] - L);
       }
 
       // dV_j += P^T dO_i: (cols, rows) @ (rows, Dh)

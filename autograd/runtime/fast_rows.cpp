@@ -400,4 +400,16 @@ bool rmsnorm_backward(float* dx, double* dweight, const float* grad_output, cons
 // }
 // END RELATED
 
+bool exp_shifted(float* row, std::int64_t n, float shift, double* sum) {
+#pragma omp simd
+  for (std::int64_t c = 0; c < n; ++c) row[c] = fast_exp(row[c] - shift);  // exp(-inf) = 0: blocked keys
+  if (sum) {
+    double s = 0;
+#pragma omp simd reduction(+ : s)
+    for (std::int64_t c = 0; c < n; ++c) s += row[c];
+    *sum += s;
+  }
+  return true;
+}
+
 }  // namespace sf::fast

@@ -75,6 +75,7 @@ Tensor repeat_kv_heads(const Tensor& x, std::int64_t groups) {
   return reshape(grouped, {s[0], s[1] * groups, s[2], s[3]});
 }
 
+// BEGIN RELATED(scaled_dot_product): the grouped form repeats the exercise's steps, hidden with it
 // q: (B,H,Tq,Dh), k, v: (B,Hkv,Tk,Dh) -> (B,H,Tq,Dh): the same numbers as repeat_kv_heads then
 // attention, without the copies. Query head h = kv G + g, so (B,H,Tq,Dh) is (B,Hkv,G Tq,Dh): each
 // k/v head meets its G query heads' rows in one product. The scores are viewed as (B,H,Tq,Tk)
@@ -90,6 +91,14 @@ Tensor grouped_query_attention(const Tensor& q, const Tensor& k, const Tensor& v
   const Tensor weights = reshape(softmax(scores, -1), {B, Hkv, (H / Hkv) * Tq, Tk});
   return reshape(matmul(weights, v), {B, H, Tq, Dh});  // (B,Hkv,G Tq,Dh) -> (B,H,Tq,Dh)
 }
+// HANDOUT INSTEAD:
+// Tensor grouped_query_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
+//                                const Tensor& bias) {
+//   const std::int64_t groups = q.size(1) / k.size(1);  // the expanded heads, through weights_of
+//   return matmul(weights_of(q, repeat_kv_heads(k, groups), mask, bias, "MultiHeadAttention"),
+//                 repeat_kv_heads(v, groups));
+// }
+// END RELATED
 
 // a, b: bool masks (TRUE = BLOCKED) -> bool at their broadcast shape, blocked where either is.
 Tensor mask_union(const Tensor& a, const Tensor& b) {

@@ -97,7 +97,7 @@ TEST_CASE("demo registry lists every demo in course order with a one-line claim"
     CHECK(d.run);
     CHECK(find_demo(d.name) == &d);
   }
-  CHECK(names == std::vector<std::string>{"path-length", "parallel", "bottleneck", "alignment", "autograd", "permutation",
+  CHECK(names == std::vector<std::string>{"path-length", "parallel", "bottleneck", "alignment", "autograd", "worked-example", "permutation",
                                           "collapse", "scaling", "lookup", "rope", "gqa", "crossover", "extrapolation", "kv-bandwidth",
                                           "pooling", "label-smoothing"});
   CHECK(find_demo("label_smoothing") == nullptr);
@@ -119,7 +119,7 @@ TEST_CASE("scratchformer demo: list, unknown names and bad --out are one-line er
   CHECK(help.status == 0);
   CHECK_THAT(help.out, Contains("label-smoothing") && Contains("--out") && Contains("--seed"));
   test::check_one_line_error(test::run_cli(std::vector<std::string>{"demo", "nope"}),
-                             {"unknown demo 'nope'", "autograd, permutation, collapse"});
+                             {"unknown demo 'nope'", "autograd, worked-example, permutation, collapse"});
   TempDir dir;
   test::check_one_line_error(test::run_cli(std::vector<std::string>{"demo", "lookup", "--out", dir.path.string()}),
                              {"is a directory"});

@@ -59,6 +59,7 @@ Command add_demo_command(CLI::App& app) {
   cmd->add_flag("--list", a->list, "List the demos with their claims");
   cmd->add_option("--out", a->options.out, "The SVG file to write (must end in .svg; default demo-NAME.svg here)");
   cmd->add_option("--seed", a->options.seed, "Where every random draw starts (default 0; lookup and label-smoothing draw nothing)");
+  cmd->add_option("--text", a->options.text, "The sentence a demo reads (worked-example; default 我 喜欢 学 注意力 机制)");
   cmd->add_option("--corpora", a->options.corpora, "Where the shipped corpora are (default: the project's data/corpora; pooling reads them)");
   cmd->footer("Demos, in course order (every one writes an SVG):\n" + demo_list());
   return {cmd, [a] { return run_demo(*a); }};

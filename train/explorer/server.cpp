@@ -1,13 +1,16 @@
 // The explorer's HTTP server (server.h): cpp-httplib around Explorer::handle.
 #include "train/explorer/server.h"
 
+#include <arpa/inet.h>
 #include <httplib.h>
 #include <sys/socket.h>
 
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 
 #include "train/explorer/request.h"
 
@@ -60,7 +63,49 @@ httplib::Server::HandlerResponse answer_httplib_error(const httplib::Request& re
   return httplib::Server::HandlerResponse::Handled;
 }
 
+// "[::1]:8080" -> ("::1", "8080"); "localhost" -> ("localhost", ""); the name lower-cased.
+std::pair<std::string, std::string> split_host_port(const std::string& authority) {
+  std::string name, port;
+  if (!authority.empty() && authority[0] == '[') {  // an IPv6 literal
+    const std::size_t close = authority.find(']');
+    if (close == std::string::npos) return {authority, ""};
+    name = authority.substr(1, close - 1);
+    if (close + 1 < authority.size() && authority[close + 1] == ':') port = authority.substr(close + 2);
+  } else {
+    const std::size_t colon = authority.rfind(':');
+    name = authority.substr(0, colon);
+    if (colon != std::string::npos) port = authority.substr(colon + 1);
+  }
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return {name, port};
+}
+
+bool is_ip_literal(const std::string& name) {
+  unsigned char buffer[16];
+  return inet_pton(AF_INET, name.c_str(), buffer) == 1 || inet_pton(AF_INET6, name.c_str(), buffer) == 1;
+}
+
 }  // namespace
+
+std::string refuse_host(const std::string& host_header, const std::string& bound_host, int port) {
+  const auto [name, given_port] = split_host_port(host_header);
+  const bool any_address = bound_host == "0.0.0.0" || bound_host == "::";
+  const bool name_ok = is_loopback_host(name) || name == bound_host || (any_address && is_ip_literal(name));
+  const bool port_ok = given_port.empty() ? port == 80 : given_port == std::to_string(port);
+  if (name_ok && port_ok) return "";
+  return "refused: the request's Host is \"" + clip(host_header) + "\", not this server (" +
+         server_url(bound_host, port) + ", localhost" + (any_address ? " or an IP address" : "") +
+         "); a page on another site may not use the explorer";
+}
+
+std::string refuse_origin(const std::string& origin, const std::string& host_header) {
+  if (origin.empty()) return "";
+  const std::size_t scheme = origin.find("://");
+  if (scheme != std::string::npos && split_host_port(origin.substr(scheme + 3)) == split_host_port(host_header))
+    return "";
+  return "refused: a POST from the page at \"" + clip(origin) + "\", not from this server's own pages (" +
+         clip(host_header) + ")";
+}
 
 struct Server::Impl {
   Explorer& explorer;
@@ -69,6 +114,7 @@ struct Server::Impl {
   std::atomic<bool> stop_requested{false};
   std::atomic<bool> in_run{false};
   int listen_socket = -1;  // the socket httplib last made to bind (see kListenBacklog)
+  int bound_port = 0;      // the port bind() got
 
   Impl(Explorer& e, ServerOptions o) : explorer(e), options(std::move(o)) {}
 
@@ -85,6 +131,14 @@ struct Server::Impl {
   // Every method but POST is answered before httplib reads a body or looks for a route; POST
   // goes through httplib's routing, which reads the body (at most kMaxBodyBytes) first.
   httplib::Server::HandlerResponse pre_route(const httplib::Request& req, httplib::Response& res) {
+    std::string refused = refuse_host(req.get_header_value("Host"), options.host, bound_port);
+    if (refused.empty() && req.method == "POST")
+      refused = refuse_origin(req.get_header_value("Origin"), req.get_header_value("Host"));
+    if (!refused.empty()) {
+      send(error_response(403, refused), res);
+      res.set_header("Connection", "close");
+      return httplib::Server::HandlerResponse::Handled;
+    }
     if (req.method == "POST") return httplib::Server::HandlerResponse::Unhandled;
     answer(req, res);
     if (req.method != "GET" && req.method != "HEAD") res.set_header("Connection", "close");
@@ -119,6 +173,7 @@ int Server::bind() {
     throw std::runtime_error("cannot listen on " + host + " port " + std::to_string(port) +
                              " (in use, or not an address of this machine; --port 0 picks a free port)");
   if (impl_->listen_socket >= 0) ::listen(impl_->listen_socket, kListenBacklog);  // Linux: a new backlog
+  impl_->bound_port = bound;
   return bound;
 }
 

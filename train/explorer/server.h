@@ -57,4 +57,19 @@ std::string server_url(const std::string& host, int port);
 // True for 127.0.0.1, ::1 and localhost: only this machine can connect.
 bool is_loopback_host(const std::string& host);
 
+// Whose requests the server answers. A web page on another site can make a student's browser
+// send requests to the explorer: to a name it controls that resolves to 127.0.0.1 (DNS
+// rebinding: the browser then treats the explorer as that site), or as a cross-origin POST. Both
+// show in the headers, and both are refused with a 403:
+//   Host    the name must be the address the server listens on, a loopback name (localhost,
+//           127.0.0.1, ::1), or, when it listens on every address (0.0.0.0, ::, for a class on
+//           the LAN), any IP address; the port must be the server's. A rebinding attack needs a
+//           DNS name in Host, which is none of these.
+//   Origin  (POST only) absent (curl, scripts: not a browser) or the same host and port as Host;
+//           "null" (a sandboxed or file page) and any other origin are refused.
+// host_header: "127.0.0.1:8080", "[::1]:8080", "localhost" (port 80). Returns "" when allowed,
+// else the one-line reason.
+std::string refuse_host(const std::string& host_header, const std::string& bound_host, int port);
+std::string refuse_origin(const std::string& origin, const std::string& host_header);
+
 }  // namespace sf::explorer

@@ -23,6 +23,7 @@ struct DemoOptions {
   std::string out;            // the SVG to write; "" = demo-NAME.svg in the current directory
   std::uint64_t seed = 0;     // every random draw of the demo starts here
   std::string corpora;        // where the shipped corpora are ("" = the project's data/corpora)
+  std::string text;           // the sentence a demo reads ("" = its own; worked-example)
 };
 
 // One demo: its name (what `scratchformer demo NAME` takes), the claim it shows in one line, and
@@ -103,6 +104,7 @@ int run_rope_demo(const DemoOptions& options, std::ostream& out);             //
 int run_gqa_demo(const DemoOptions& options, std::ostream& out);              // demo_gqa.cpp
 int run_pooling_demo(const DemoOptions& options, std::ostream& out);          // demo_pooling.cpp
 int run_label_smoothing_demo(const DemoOptions& options, std::ostream& out);  // demo_label_smoothing.cpp
+int run_worked_example_demo(const DemoOptions& options, std::ostream& out);  // demo_worked_example.cpp
 int run_crossover_demo(const DemoOptions& options, std::ostream& out);        // demo_crossover.cpp
 int run_kv_bandwidth_demo(const DemoOptions& options, std::ostream& out);     // demo_kv_bandwidth.cpp
 int run_extrapolation_demo(const DemoOptions& options, std::ostream& out);    // demo_extrapolation.cpp

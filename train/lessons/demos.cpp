@@ -27,6 +27,8 @@ const std::vector<Demo>& demos() {
        run_alignment_demo},
       {"autograd", "tensors and autograd at work: y = sum(relu(x @ w)) forward and backward, dy/dw = x^T [x @ w > 0]",
        run_autograd_demo},
+      {"worked-example", "the notes' hand computation: X, Q, K, V, scores, /sqrt(d_k), softmax per row, A V; a causal softmax",
+       run_worked_example_demo},
       {"permutation", "without positions self-attention is permutation-equivariant; sinusoidal or RoPE positions break it",
        run_permutation_demo},
       {"collapse", "two attention layers with fixed weights and no nonlinearity are one layer (A2 A1, V1 V2); a ReLU between is not",

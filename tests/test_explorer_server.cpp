@@ -1,0 +1,80 @@
+// The explorer's server refuses requests a web page elsewhere could make a student's browser send
+// (train/explorer/server.h): a Host that is not this server (DNS rebinding) and a POST from a
+// foreign Origin (a cross-site form or fetch), with a 403 and a one-line JSON error. The rules as
+// functions, then through a real server on loopback.
+#include <catch2/catch.hpp>
+
+#include <httplib.h>
+
+#include <filesystem>
+#include <string>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "train/explorer/api.h"
+#include "train/explorer/server.h"
+
+using sf::explorer::refuse_host;
+using sf::explorer::refuse_origin;
+
+TEST_CASE("the explorer answers its own Host only: loopback names, its address, its port", "[explorer]") {
+  CHECK(refuse_host("127.0.0.1:8080", "127.0.0.1", 8080).empty());
+  CHECK(refuse_host("localhost:8080", "127.0.0.1", 8080).empty());
+  CHECK(refuse_host("LOCALHOST:8080", "127.0.0.1", 8080).empty());
+  CHECK(refuse_host("[::1]:8080", "::1", 8080).empty());
+  CHECK(refuse_host("localhost", "127.0.0.1", 80).empty());  // no port: 80
+  // A DNS name that resolves here (rebinding), another port, an empty Host: refused, one line.
+  CHECK_THAT(refuse_host("evil.example:8080", "127.0.0.1", 8080),
+             Catch::Contains("evil.example:8080") && Catch::Contains("http://127.0.0.1:8080/"));
+  CHECK_FALSE(refuse_host("127.0.0.1:9999", "127.0.0.1", 8080).empty());
+  CHECK_FALSE(refuse_host("localhost", "127.0.0.1", 8080).empty());
+  CHECK_FALSE(refuse_host("", "127.0.0.1", 8080).empty());
+  // Serving a class on every address: any IP literal, never a name.
+  CHECK(refuse_host("192.168.1.20:8080", "0.0.0.0", 8080).empty());
+  CHECK(refuse_host("[fe80::1]:8080", "::", 8080).empty());
+  CHECK_FALSE(refuse_host("teacher.example:8080", "0.0.0.0", 8080).empty());
+  CHECK_FALSE(refuse_host("192.168.1.20:8080", "127.0.0.1", 8080).empty());
+}
+
+TEST_CASE("a POST comes from the explorer's own pages or from no browser at all", "[explorer]") {
+  CHECK(refuse_origin("", "127.0.0.1:8080").empty());  // curl, a script
+  CHECK(refuse_origin("http://127.0.0.1:8080", "127.0.0.1:8080").empty());
+  CHECK(refuse_origin("http://[::1]:8080", "[::1]:8080").empty());
+  CHECK_THAT(refuse_origin("http://evil.example", "127.0.0.1:8080"), Catch::Contains("evil.example"));
+  CHECK_FALSE(refuse_origin("null", "127.0.0.1:8080").empty());
+  CHECK_FALSE(refuse_origin("http://127.0.0.1:9999", "127.0.0.1:8080").empty());
+  CHECK_FALSE(refuse_origin("http://localhost:8080", "127.0.0.1:8080").empty());  // another origin to a browser
+}
+
+TEST_CASE("a foreign Host or Origin gets a 403 from the running server", "[explorer]") {
+  namespace fs = std::filesystem;
+  const fs::path runs = fs::temp_directory_path() / "sf-test-explorer-host";
+  fs::create_directories(runs);
+  sf::explorer::Explorer explorer({runs.string(), runs.string(), ""});
+  sf::explorer::Server server(explorer, {"127.0.0.1", 0});
+  const int port = server.bind();
+  std::thread serving([&] { server.run(); });
+  httplib::Client client("127.0.0.1", port);
+  const std::string self = "127.0.0.1:" + std::to_string(port);
+
+  const httplib::Result own = client.Get("/api/info");
+  const httplib::Result rebound = client.Get("/api/info", {{"Host", "evil.example:" + std::to_string(port)}});
+  const httplib::Result foreign_post = client.Post("/api/translate", {{"Origin", "http://evil.example"}},
+                                                   R"({"run": "x", "text": "hallo"})", "text/plain");
+  const httplib::Result own_post = client.Post("/api/translate", {{"Origin", "http://" + self}},
+                                               R"({"run": "x", "text": "hallo"})", "application/json");
+  server.stop();
+  serving.join();
+  fs::remove_all(runs);
+
+  REQUIRE(own);
+  CHECK(own->status == 200);
+  REQUIRE(rebound);
+  CHECK(rebound->status == 403);
+  CHECK_THAT(nlohmann::json::parse(rebound->body).at("error").get<std::string>(), Catch::Contains("Host"));
+  REQUIRE(foreign_post);
+  CHECK(foreign_post->status == 403);
+  REQUIRE(own_post);
+  CHECK(own_post->status != 403);  // past the check: the explorer itself answers (no such run)
+}

@@ -6,7 +6,14 @@
 
 #include <httplib.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <filesystem>
+#include <iostream>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -14,6 +21,7 @@
 
 #include "train/explorer/api.h"
 #include "train/explorer/server.h"
+#include "train/run_log.h"
 
 using sf::explorer::refuse_host;
 using sf::explorer::refuse_origin;
@@ -77,4 +85,52 @@ TEST_CASE("a foreign Host or Origin gets a 403 from the running server", "[explo
   CHECK(foreign_post->status == 403);
   REQUIRE(own_post);
   CHECK(own_post->status != 403);  // past the check: the explorer itself answers (no such run)
+}
+
+namespace {
+
+// Sends `request` as it is to 127.0.0.1:port and returns what comes back until the server closes.
+std::string raw_exchange(int port, const std::string& request) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string reply;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+    ::send(fd, request.data(), request.size(), 0);
+    char buffer[4096];
+    for (ssize_t n; (n = ::recv(fd, buffer, sizeof buffer, 0)) > 0;) reply.append(buffer, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return reply;
+}
+
+}  // namespace
+
+TEST_CASE("a negative Content-Length is named as such, not as a body over the limit", "[explorer][errors]") {
+  namespace fs = std::filesystem;
+  const fs::path runs = fs::temp_directory_path() / "sf-test-explorer-length";
+  fs::create_directories(runs);
+  sf::explorer::Explorer explorer({runs.string(), runs.string(), ""});
+  sf::explorer::Server server(explorer, {"127.0.0.1", 0});
+  const int port = server.bind();
+  std::thread serving([&] { server.run(); });
+  const std::string host = "Host: 127.0.0.1:" + std::to_string(port) + "\r\n";
+  const std::string negative =
+      raw_exchange(port, "POST /api/translate HTTP/1.1\r\n" + host + "Content-Length: -5\r\nConnection: close\r\n\r\n");
+  server.stop();
+  serving.join();
+  fs::remove_all(runs);
+  CHECK_THAT(negative, Catch::StartsWith("HTTP/1.1 400"));
+  CHECK_THAT(negative, Catch::Contains("bad Content-Length") && Catch::Contains("-5") && !Catch::Contains("over the limit"));
+}
+
+TEST_CASE("a silent Progress prints nothing (the explorer's batch loading on the server's console)", "[explorer]") {
+  std::ostringstream captured;
+  std::streambuf* before = std::cout.rdbuf(captured.rdbuf());
+  sf::train::Progress::silent().line("train: kept 10 of 10 lines");
+  sf::train::Progress().line("shown");
+  std::cout.rdbuf(before);
+  CHECK(captured.str() == "shown\n");
 }

@@ -55,6 +55,13 @@ void MetricsFile::row(std::int64_t step, std::int64_t epoch, const char* kind, d
 
 Progress::Progress() : tty_(isatty(STDOUT_FILENO)) {}
 
+Progress Progress::silent() {
+  Progress p;
+  p.tty_ = false;
+  p.silent_ = true;
+  return p;
+}
+
 void Progress::bar(const std::string& line) {
   if (!tty_ || !is_main()) return;  // in data-parallel training only rank 0 prints
   std::cout << "\r\033[K" << line << std::flush;
@@ -62,7 +69,7 @@ void Progress::bar(const std::string& line) {
 }
 
 void Progress::line(const std::string& text) {
-  if (!is_main()) return;
+  if (silent_ || !is_main()) return;
   if (open_) std::cout << "\r\033[K";
   std::cout << text << "\n" << std::flush;
   open_ = false;

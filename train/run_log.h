@@ -41,6 +41,9 @@ class MetricsFile {
 class Progress {
  public:
   Progress();
+  // A Progress that prints nothing: for work done on behalf of a server (the explorer loading a
+  // batch for a page), whose console is not the user's.
+  static Progress silent();
   bool tty() const { return tty_; }
   void bar(const std::string& line);   // on a TTY only; rank 0 only
   void line(const std::string& text);  // a line of its own (clears the bar first); rank 0 only
@@ -48,6 +51,7 @@ class Progress {
  private:
   bool tty_;
   bool open_ = false;
+  bool silent_ = false;
 };
 
 }  // namespace sf::train

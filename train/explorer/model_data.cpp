@@ -277,7 +277,7 @@ LoadedBatch load_batch(const train::Config& cfg, std::int64_t index) {
   if (index < 0) throw std::invalid_argument("batch must be >= 0, got " + std::to_string(index));
   std::ostringstream log;  // which tokenizer: not needed in a response
   LoadedBatch r{.tok = train::load_or_train_tokenizers_outside_run(cfg, static_cast<std::uint64_t>(cfg.train.seed), log)};
-  train::Progress quiet_progress;  // its lines ("train: kept ...") go to stdout like the trainer's
+  train::Progress quiet_progress = train::Progress::silent();  // no "train: kept ..." on the server's console
   const train::EncodedSplit split = train::load_task_split(cfg, r.tok, "train", quiet_progress);
   const train::TaskBatches task(cfg, r.tok);
   data::Batcher batcher(split.src, split.tgt, cfg.data.batch_tokens, static_cast<std::uint64_t>(cfg.train.seed), true, task.rows());

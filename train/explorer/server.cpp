@@ -51,7 +51,13 @@ httplib::Server::HandlerResponse answer_httplib_error(const httplib::Request& re
   if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;  // the explorer's answer
   std::string message;
   int status = res.status;
-  if (status == 413) {
+  const std::string length = req.get_header_value("Content-Length");
+  const bool length_is_count = !length.empty() && length.find_first_not_of("0123456789") == std::string::npos;
+  if (status == 413 && !length.empty() && !length_is_count) {  // httplib reads "-5" as a huge length
+    status = 400;
+    message = "a bad Content-Length header: expected a byte count from 0 to " + std::to_string(kMaxBodyBytes) +
+              ", got \"" + clip(length) + "\"";
+  } else if (status == 413) {
     status = 400;
     message = "the request body is over the limit of " + std::to_string(kMaxBodyBytes) + " bytes";
   } else if (status == 404) {

@@ -61,8 +61,9 @@ enum class Need { Optional, Required };
 //   v.text   (key, field)                      any string
 //   v.path   (key, field, Need)                a string path, resolved against the config's folder
 // C is Config (reading) or const Config (writing and listing).
+// [model]: the first section of visit_fields.
 template <class C, class V>
-void visit_fields(C& c, V& v) {
+void visit_model_fields(C& c, V& v) {
   v.section("model");
   v.choice("arch", c.model.arch, kArchs);
   v.integer("d_model", c.model.d_model);
@@ -88,6 +89,11 @@ void visit_fields(C& c, V& v) {
   v.choice("pooling", c.model.pooling, kPoolings);
   v.arch_choice("rnn", "rnn_cell", c.model.rnn_cell, kRnnCells);
   v.arch_choice("rnn", "rnn_attention", c.model.rnn_attention, kRnnAttentions);
+}
+
+template <class C, class V>
+void visit_fields(C& c, V& v) {
+  visit_model_fields(c, v);
 
   v.section("data");
   v.choice("task", c.data.task, kTasks);

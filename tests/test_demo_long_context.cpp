@@ -48,7 +48,7 @@ TEST_CASE("crossover: the demo measures every length with the formulas beside it
   }
 }
 
-TEST_CASE("kv-bandwidth: each step reads the cache the formula counts; a window's ring stays W positions",
+TEST_CASE("kv-bandwidth: each step reads the cache the formula counts, a window's ring stays W positions",
           "[demo][cache][window]") {
   KvBandwidthSettings s;
   s.d_model = 32, s.n_heads = 4, s.layers = 2, s.batch = 2;
@@ -88,7 +88,7 @@ TEST_CASE("extrapolation: every scheme is scored by position, learned positions 
   CHECK_THAT(r.curves[1].refused, Catch::Contains("max_len 8") && Catch::Contains("(2, 32)"));
 }
 
-TEST_CASE("extrapolation: ALiBi degrades least past L; NTK rescues RoPE, interpolation alone does not",
+TEST_CASE("extrapolation: ALiBi degrades least past L, NTK rescues RoPE, interpolation alone does not",
           "[demo][positional][trains]") {
   const ExtrapolationResult r = compute_extrapolation(0, "");  // the demo's own run (about 80 s)
   for (const auto& [claim, held] : r.claims) {

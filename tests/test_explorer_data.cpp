@@ -420,7 +420,7 @@ TEST_CASE("explorer translate on a decoder-only lm: greedy and sampled text equa
   CHECK_THROWS_AS(explorer::translate(im, beam), std::invalid_argument);
 }
 
-TEST_CASE("explorer attention on one stack: causal for decoder-only, bidirectional for encoder-only; mlm does not generate",
+TEST_CASE("explorer attention on one stack: causal for decoder-only, bidirectional for encoder-only, mlm does not generate",
           "[explorer][attention][causal]") {
   for (const std::string arch : {"decoder-only", "encoder-only"}) {
     const train::InferenceModel im = train::load_inference_model(single_stack_run(arch == "decoder-only" ? "lm" : "mlm").checkpoint.string());

@@ -349,11 +349,6 @@ void MultiHeadAttention::check_kv_input(const Tensor& x_kv, const Tensor& x_q) c
 // sliding window the ring (one new position) or the ring in order followed by the new keys (more).
 MultiHeadAttention::Keys MultiHeadAttention::keys_values_with_cache(const Tensor& x_kv, std::int64_t batch,
                                                                     KVCache& cache) const {
-  const auto positions_from = [](std::int64_t first, std::int64_t n) {
-    std::vector<std::int64_t> p(n);
-    for (std::int64_t j = 0; j < n; ++j) p[j] = first + j;
-    return p;
-  };
   if (cache.is_static && cache.length() > 0) {
     SF_EXPECT(cache.k.size(0) == batch, "MultiHeadAttention: static cache holds batch ", cache.k.size(0),
               " but x_q has batch ", batch);
@@ -366,18 +361,23 @@ MultiHeadAttention::Keys MultiHeadAttention::keys_values_with_cache(const Tensor
   SF_EXPECT(cache.window == (cache.is_static ? 0 : window), "MultiHeadAttention: the cache is a ring of ",
             cache.window, " positions, but this layer's window is ", window);
   const auto [k, v] = project_keys_values(x_kv, cache.is_static ? 0 : cache.length());
-  if (cache.window == 0 || (k.size(2) == 1 && cache.slots() == cache.window)) {
-    append_to_cache(cache, k, v);  // plain: everything so far; full ring: exactly the window
+  if (cache.window == 0) {  // everything so far, in order: key j at position j
+    append_to_cache(cache, k, v);
+    return {cache.k, cache.v, {}};
+  }
+  if (k.size(2) == 1) {  // one new position: a full ring is exactly its window, a filling one holds all
+    append_to_cache(cache, k, v);
     std::vector<std::int64_t> positions(cache.slots());
     for (std::int64_t s = 0; s < cache.slots(); ++s) positions[s] = cache.position_of_slot(s);
     return {cache.k, cache.v, positions};
   }
-  // Several new positions, or a ring not yet full: the earliest new queries still need keys that
-  // the ring is about to drop, so they attend over the old positions in order and the new ones.
+  // Several new positions: the earliest new queries still need keys that the ring is about to
+  // drop, so they attend over the old positions in order and the new ones.
   const std::int64_t first = cache.written - cache.slots();
   const auto [old_k, old_v] = cache_in_position_order(cache);
-  Keys keys{cache.slots() == 0 ? k : cat({old_k, k}, 2), cache.slots() == 0 ? v : cat({old_v, v}, 2),
-            positions_from(first, cache.slots() + k.size(2))};
+  Keys keys{cache.slots() == 0 ? k : cat({old_k, k}, 2), cache.slots() == 0 ? v : cat({old_v, v}, 2), {}};
+  keys.positions.resize(keys.k.size(2));
+  std::iota(keys.positions.begin(), keys.positions.end(), first);
   append_to_cache(cache, k, v);
   return keys;
 }

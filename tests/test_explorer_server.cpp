@@ -13,6 +13,7 @@
 
 #include <filesystem>
 #include <iostream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -55,14 +56,40 @@ TEST_CASE("a POST comes from the explorer's own pages or from no browser at all"
   CHECK_FALSE(refuse_origin("http://localhost:8080", "127.0.0.1:8080").empty());  // another origin to a browser
 }
 
+namespace {
+
+// A new empty folder under the temporary directory.
+std::filesystem::path fresh_dir(const std::string& name) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / name;
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+// An explorer over an empty runs folder, served on a free loopback port for the test's lifetime.
+struct ServedExplorer {
+  std::filesystem::path runs;
+  sf::explorer::Explorer explorer;
+  sf::explorer::Server server;
+  int port;
+  std::thread serving;
+  explicit ServedExplorer(const std::string& name)
+      : runs(fresh_dir(name)),
+        explorer({runs.string(), runs.string(), ""}),
+        server(explorer, {"127.0.0.1", 0}),
+        port(server.bind()),
+        serving([this] { server.run(); }) {}
+  ~ServedExplorer() {
+    server.stop();
+    serving.join();
+    std::filesystem::remove_all(runs);
+  }
+};
+
+}  // namespace
+
 TEST_CASE("a foreign Host or Origin gets a 403 from the running server", "[explorer]") {
-  namespace fs = std::filesystem;
-  const fs::path runs = fs::temp_directory_path() / "sf-test-explorer-host";
-  fs::create_directories(runs);
-  sf::explorer::Explorer explorer({runs.string(), runs.string(), ""});
-  sf::explorer::Server server(explorer, {"127.0.0.1", 0});
-  const int port = server.bind();
-  std::thread serving([&] { server.run(); });
+  auto served = std::make_unique<ServedExplorer>("sf-test-explorer-host");
+  const int port = served->port;
   httplib::Client client("127.0.0.1", port);
   const std::string self = "127.0.0.1:" + std::to_string(port);
 
@@ -72,9 +99,7 @@ TEST_CASE("a foreign Host or Origin gets a 403 from the running server", "[explo
                                                    R"({"run": "x", "text": "hallo"})", "text/plain");
   const httplib::Result own_post = client.Post("/api/translate", {{"Origin", "http://" + self}},
                                                R"({"run": "x", "text": "hallo"})", "application/json");
-  server.stop();
-  serving.join();
-  fs::remove_all(runs);
+  served.reset();  // stop the server before looking at the answers
 
   REQUIRE(own);
   CHECK(own->status == 200);
@@ -109,19 +134,12 @@ std::string raw_exchange(int port, const std::string& request) {
 }  // namespace
 
 TEST_CASE("a negative Content-Length is named as such, not as a body over the limit", "[explorer][errors]") {
-  namespace fs = std::filesystem;
-  const fs::path runs = fs::temp_directory_path() / "sf-test-explorer-length";
-  fs::create_directories(runs);
-  sf::explorer::Explorer explorer({runs.string(), runs.string(), ""});
-  sf::explorer::Server server(explorer, {"127.0.0.1", 0});
-  const int port = server.bind();
-  std::thread serving([&] { server.run(); });
+  auto served = std::make_unique<ServedExplorer>("sf-test-explorer-length");
+  const int port = served->port;
   const std::string host = "Host: 127.0.0.1:" + std::to_string(port) + "\r\n";
   const std::string negative =
       raw_exchange(port, "POST /api/translate HTTP/1.1\r\n" + host + "Content-Length: -5\r\nConnection: close\r\n\r\n");
-  server.stop();
-  serving.join();
-  fs::remove_all(runs);
+  served.reset();
   CHECK_THAT(negative, Catch::StartsWith("HTTP/1.1 400"));
   CHECK_THAT(negative, Catch::Contains("bad Content-Length") && Catch::Contains("-5") && !Catch::Contains("over the limit"));
 }

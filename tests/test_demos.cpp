@@ -120,6 +120,10 @@ TEST_CASE("scratchformer demo: list, unknown names and bad --out are one-line er
   CHECK_THAT(help.out, Contains("label-smoothing") && Contains("--out") && Contains("--seed"));
   test::check_one_line_error(test::run_cli(std::vector<std::string>{"demo", "nope"}),
                              {"unknown demo 'nope'", "autograd, worked-example, permutation, collapse"});
+  test::check_one_line_error(test::run_cli(std::vector<std::string>{"demo", "scaling", "--text", "hallo"}),
+                             {"--text is read by worked-example only", "hallo"});
+  test::check_one_line_error(test::run_cli(std::vector<std::string>{"demo", "worked-example", "--text", "a b c d e f g h i j k l m"}),
+                             {"1 to 12 words", "got 13"});
   TempDir dir;
   test::check_one_line_error(test::run_cli(std::vector<std::string>{"demo", "lookup", "--out", dir.path.string()}),
                              {"is a directory"});

@@ -45,6 +45,9 @@ int run_demo(const DemoArgs& a) {
   const lessons::Demo* demo = lessons::find_demo(a.name);
   if (!demo) throw std::invalid_argument("demo: unknown demo '" + a.name + "', expected one of " + demo_names());
   if (!a.options.out.empty()) lessons::check_demo_svg_path(a.options.out);
+  if (!a.options.text.empty() && demo->name != "worked-example")
+    throw std::invalid_argument("demo " + demo->name + ": --text is read by worked-example only, got --text \"" +
+                                a.options.text + "\"");
   std::cout << "demo " << demo->name << ": " << demo->claim << "\n";
   return demo->run(a.options, std::cout);
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "autograd/generator.h"
+#include "demo_report_check.h"
 #include "train/lessons/demo_alignment.h"
 #include "train/lessons/demo_bottleneck.h"
 #include "train/lessons/toy_task.h"
@@ -51,6 +52,7 @@ TEST_CASE("toy task: a batch is the string, BOS + answer, answer + EOS, padded",
 TEST_CASE("demo bottleneck: without attention the accuracy falls with length, faster than with it",
           "[demo][recurrent][trains]") {
   const BottleneckResult r = compute_bottleneck(0);
+  for (const std::string& problem : sf::test::report_problems(bottleneck_json(r))) FAIL_CHECK(problem);  // the page draws it
   REQUIRE(r.none.size() == r.lengths.size());
   REQUIRE(r.additive.size() == r.lengths.size());
   INFO("none " << r.none.front() << " -> " << r.none.back() << ", additive " << r.additive.front() << " -> "
@@ -69,6 +71,7 @@ TEST_CASE("demo bottleneck: without attention the accuracy falls with length, fa
 
 TEST_CASE("demo alignment: Bahdanau's weights find the source word being translated", "[demo][recurrent][trains]") {
   const AlignmentResult r = compute_alignment(0);
+  for (const std::string& problem : sf::test::report_problems(alignment_json(r))) FAIL_CHECK(problem);  // the page draws it
   INFO("rnn " << r.rnn_hits << " / " << r.rnn_near << " / " << r.rnn_near_mass << ", Transformer head mean "
               << r.transformer_mean_hits << ", best head " << r.transformer_best_head_hits);
   CHECK(r.rnn_near >= 0.95);       // the peak within one word of the truth

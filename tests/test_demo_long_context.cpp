@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "demo_report_check.h"
 #include "train/lessons/demo_crossover.h"
 #include "train/lessons/demo_extrapolation.h"
 #include "train/lessons/demo_kv_bandwidth.h"
@@ -38,6 +39,7 @@ TEST_CASE("crossover: the demo measures every length with the formulas beside it
   CrossoverSettings s;
   s.d_model = 32, s.d_ff = 128, s.n_heads = 2, s.lengths = {16, 32, 64}, s.repeats = 1;
   const CrossoverResult r = compute_crossover(1, s);
+  for (const std::string& problem : sf::test::report_problems(crossover_json(r))) FAIL_CHECK(problem);  // the page draws it
   REQUIRE(r.points.size() == 3);
   CHECK(r.formula_t == 64.0);
   for (const CrossoverPoint& p : r.points) {
@@ -59,6 +61,7 @@ TEST_CASE("kv-bandwidth: each step reads the cache the formula counts, a window'
   s.window = 8;
   s.generated = {8, 24, 40};
   const KvBandwidthResult r = compute_kv_bandwidth(3, s);
+  for (const std::string& problem : sf::test::report_problems(kv_bandwidth_json(r))) FAIL_CHECK(problem);  // the page draws it
   REQUIRE(r.points.size() == 6);
   for (const KvBandwidthPoint& p : r.points) {
     INFO("Hkv " << p.kv_heads << " T " << p.cache_length);
@@ -91,6 +94,7 @@ TEST_CASE("extrapolation: every scheme is scored by position, learned positions 
 TEST_CASE("extrapolation: ALiBi degrades least past L, NTK rescues RoPE, interpolation alone does not",
           "[demo][positional][trains]") {
   const ExtrapolationResult r = compute_extrapolation(0, "");  // the demo's own run (about 80 s)
+  for (const std::string& problem : sf::test::report_problems(extrapolation_json(r))) FAIL_CHECK(problem);  // the page draws it
   for (const auto& [claim, held] : r.claims) {
     INFO(claim);
     CHECK(held);

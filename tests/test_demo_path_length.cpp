@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "demo_report_check.h"
 #include "train/lessons/demo.h"
 #include "train/lessons/demo_parallel.h"
 #include "train/lessons/demo_path_length.h"
@@ -42,6 +43,7 @@ TEST_CASE("demo path-length: recurrent gradients decay geometrically, attention'
 TEST_CASE("demo path-length after training: attention reads the first token in one step, the recurrent gradients still vanish",
           "[demo][recurrent][trains]") {
   const PathLengthResult r = compute_path_length(0);
+  for (const std::string& problem : sf::test::report_problems(path_length_json(r))) FAIL_CHECK(problem);  // the page draws it
   REQUIRE(r.train_steps == kPathLengthTrainSteps);
   REQUIRE(r.attention_trained.size() == r.attention.size());
   INFO("losses: rnn " << r.rnn_loss << ", lstm " << r.lstm_loss << ", attention " << r.attention_loss);

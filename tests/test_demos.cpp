@@ -95,10 +95,11 @@ TEST_CASE("demo registry lists every demo in course order with a one-line claim"
     CHECK(!d.claim.empty());
     CHECK(d.claim.find('\n') == std::string::npos);
     CHECK(d.run);
+    CHECK(d.report);
     CHECK(find_demo(d.name) == &d);
   }
-  CHECK(names == std::vector<std::string>{"path-length", "parallel", "bottleneck", "alignment", "autograd", "worked-example", "permutation",
-                                          "collapse", "scaling", "lookup", "rope", "gqa", "crossover", "extrapolation", "kv-bandwidth",
+  CHECK(names == std::vector<std::string>{"path-length", "parallel", "bottleneck", "alignment", "autograd", "worked-example", "positions",
+                                          "masks", "permutation", "collapse", "scaling", "lookup", "rope", "gqa", "crossover", "extrapolation", "kv-bandwidth",
                                           "pooling", "label-smoothing"});
   CHECK(find_demo("label_smoothing") == nullptr);
   CHECK(demo_svg_path({}, "lookup") == "demo-lookup.svg");
@@ -119,7 +120,7 @@ TEST_CASE("scratchformer demo: list, unknown names and bad --out are one-line er
   CHECK(help.status == 0);
   CHECK_THAT(help.out, Contains("label-smoothing") && Contains("--out") && Contains("--seed"));
   test::check_one_line_error(test::run_cli(std::vector<std::string>{"demo", "nope"}),
-                             {"unknown demo 'nope'", "autograd, worked-example, permutation, collapse"});
+                             {"unknown demo 'nope'", "autograd, worked-example, positions, masks, permutation, collapse"});
   test::check_one_line_error(test::run_cli(std::vector<std::string>{"demo", "scaling", "--text", "hallo"}),
                              {"--text is read by worked-example only", "hallo"});
   test::check_one_line_error(test::run_cli(std::vector<std::string>{"demo", "worked-example", "--text", "a b c d e f g h i j k l m"}),

@@ -13,6 +13,7 @@
 #include "run_util.h"
 #include "train/explorer/api.h"
 #include "train/explorer/request.h"
+#include "train/lessons/demo.h"
 
 namespace fs = std::filesystem;
 using sf::explorer::Explorer;
@@ -159,7 +160,10 @@ TEST_CASE("explorer: limits on every input are a 400 with one line of JSON", "[e
       {"step", R"({"config": "a.toml", "run": "r1"})", "give one of"},
       {"step", R"({"run": "r1", "detail_values": 17})", "'detail_values' must be in 0..16"},
       {"step", R"({"run": "r1", "set": ["run.dir=/etc"]})", "expected model.KEY=VALUE"},
-      {"lessons", R"({"kind": "nope", "run": "r1"})", "'kind' must be"},
+      {"demo", R"({"name": "nope"})", "'name' must be one of the demos (path-length, "},
+      {"demo", R"({"name": "rope", "text": "a b"})", "'text' is read by the demo worked-example only"},
+      {"demo", R"({"name": "rope", "kind": "x"})", "unknown field 'kind'"},
+      {"demo", R"({"name": "worked-example", "text": "one two three four five six seven eight nine ten eleven twelve thirteen"})", "expected a sentence of 1 to 12 words"},
   };
   for (const Case& c : cases) {
     INFO("POST /api/" << c.route << " " << c.body.substr(0, 120));
@@ -293,4 +297,27 @@ TEST_CASE("explorer: a trained model translates as the CLI does, and a rewritten
   require_error(post(e, "/api/translate", R"({"run": "rev", "text": "a b"})"), 500);
   write_file(checkpoint, good);
   REQUIRE(post(e, "/api/translate", R"({"run": "rev", "text": "a b"})").status == 200);
+}
+
+TEST_CASE("explorer: /api/demos lists the lecture's demos, /api/demo runs one once and keeps its report",
+          "[explorer][demo]") {
+  RunsFixture f;
+  Explorer e = f.explorer();
+  const Json list = require_json(get(e, "/api/demos")).at("demos");
+  REQUIRE(list.size() == sf::lessons::demos().size());
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    CHECK(list[i].at("name") == sf::lessons::demos()[i].name);  // in course order
+    CHECK(!list[i].at("claim").at("zh").get<std::string>().empty());
+    CHECK(!list[i].at("explain").at("en").get<std::string>().empty());
+  }
+  const Response first = post(e, "/api/demo", R"({"name": "lookup"})");
+  const Json report = require_json(first);
+  CHECK(report.at("held") == true);
+  CHECK(report.at("figures").size() >= 2);
+  CHECK(post(e, "/api/demo", R"({"name": "lookup"})").body == first.body);  // kept, not run again
+  // worked-example reads the sentence it is given
+  const Json worked = require_json(post(e, "/api/demo", R"({"name": "worked-example", "text": "我 学 注意力"})"));
+  CHECK(worked.at("steps") == true);
+  CHECK(worked.at("figures")[0].at("rows") == Json({"我", "学", "注意力"}));
+  require_error(post(e, "/api/demos", "{}"), 405);
 }

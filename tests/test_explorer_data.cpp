@@ -1,8 +1,7 @@
 // The explorer's model data (train/explorer/data.h, model_data.cpp): translations equal to
 // `scratchformer translate`'s, top-5 alternatives that are probabilities, attention maps whose
 // rows are distributions over the unmasked keys, one traced training step whose statistics match
-// its values, and lessons equal to the functions they show (schedule, positions, RoPE, the loss's
-// label smoothing). A checkpoint of configs/reverse.toml trained for a few dozen steps on a
+// its values. (The Lessons page's demos: tests/test_demo_reports.cpp.) A checkpoint of configs/reverse.toml trained for a few dozen steps on a
 // small slice of the corpus is made once and shared.
 #include "run_util.h"
 
@@ -262,54 +261,6 @@ TEST_CASE("explorer step: one traced batch, statistics and histograms match the 
   CHECK(explorer::step(req).at("loss") == out.at("loss"));
 }
 
-TEST_CASE("explorer lessons: schedule, positions, RoPE and label smoothing equal the functions they show",
-          "[explorer][schedule][sinusoidal][rope][label_smoothing]") {
-  train::Config cfg = train::load_config(kReverseConfig, {"train.label_smoothing=0.1"});
-  const Json s = explorer::lesson("schedule", cfg);
-  const train::Schedule schedule{train::parse_schedule(cfg.train.schedule), cfg.train.lr, cfg.train.min_lr,
-                                 cfg.train.warmup_steps, cfg.train.max_steps, cfg.model.d_model};
-  REQUIRE(s.at("steps").size() == s.at("lr").size());
-  CHECK(s.at("steps").back() == cfg.train.max_steps);
-  for (std::size_t i = 0; i < s.at("steps").size(); ++i)
-    CHECK(s.at("lr")[i].get<double>() == schedule.at(s.at("steps")[i].get<std::int64_t>()));
-  CHECK(s.at("peak_step") == cfg.train.warmup_steps);
-
-  const Json p = explorer::lesson("positions", cfg);
-  const nn::SinusoidalPositional pe(cfg.model.max_len, cfg.model.d_model);
-  REQUIRE(p.at("table").size() == static_cast<std::size_t>(std::min<std::int64_t>(64, cfg.model.max_len)));
-  for (std::size_t i = 0; i < p.at("table").size(); ++i)
-    for (std::size_t d = 0; d < p.at("table")[i].size(); ++d)
-      CHECK(p.at("table")[i][d].get<double>() == static_cast<double>(pe.table().at({static_cast<std::int64_t>(i), static_cast<std::int64_t>(d)})));
-
-  const Json rope = explorer::lesson("rope", cfg);
-  for (const Json& pair : rope.at("pairs"))
-    for (const Json& xy : pair.at("points")) CHECK(std::abs(std::hypot(xy[0].get<double>(), xy[1].get<double>()) - 1) < 1e-12);
-  for (const Json& d : rope.at("dot")) CHECK(std::abs(d.at("at_0").get<double>() - d.at("at_10").get<double>()) < 1e-9);
-  CHECK(rope.at("dot")[0].at("at_0").get<double>() == Approx(rope.at("unrotated_dot").get<double>()).epsilon(1e-9));
-
-  const Json ls = explorer::lesson("label_smoothing", cfg);
-  const auto V = ls.at("V").get<double>();
-  const double gold = ls.at("gold_prob").get<double>(), other = ls.at("other_prob").get<double>();
-  CHECK(gold == Approx(0.9 + 0.1 / V));
-  CHECK(gold + other * (V - 1) == Approx(1.0));
-  // the loss against its own target distribution is that distribution's entropy
-  const double entropy = -gold * std::log(gold) - (V - 1) * other * std::log(other);
-  CHECK(ls.at("loss_at_target").get<double>() == Approx(entropy).epsilon(1e-5));
-}
-
-TEST_CASE("explorer lessons: the masks of a real batch", "[explorer][mask][causal]") {
-  const train::Config cfg = train::load_config(kReverseConfig, tiny_run().overrides);
-  const Json m = explorer::lesson("masks", cfg);
-  REQUIRE(m.contains("src"));
-  for (std::size_t b = 0; b < m.at("src").size(); ++b)
-    for (std::size_t i = 0; i < m.at("src")[b].size(); ++i)
-      CHECK(m.at("src_pad_mask")[b][i].get<bool>() == (m.at("src")[b][i] == "<pad>"));
-  for (std::size_t b = 0; b < m.at("tgt_in").size(); ++b) CHECK(m.at("tgt_in")[b][0] == "<s>");
-  const Json& c = m.at("causal");
-  for (std::size_t i = 0; i < c.size(); ++i)
-    for (std::size_t j = 0; j < c[i].size(); ++j) CHECK(c[i][j].get<bool>() == (j > i));
-}
-
 TEST_CASE("explorer model data: bad inputs are one-line std::invalid_argument", "[explorer][translate]") {
   const train::InferenceModel& im = tiny_model();
   const auto one_line = [](const auto& call) {
@@ -336,7 +287,6 @@ TEST_CASE("explorer model data: bad inputs are one-line std::invalid_argument", 
   one_line([&] { explorer::attention(im, "", std::nullopt); });
   one_line([&] { explorer::attention(im, std::string(2000, 'a') + " b", std::nullopt); });
   const train::Config cfg = train::load_config(kReverseConfig, tiny_run().overrides);
-  one_line([&] { explorer::lesson("nonsense", cfg); });
   explorer::StepRequest step;
   step.config = cfg;
   step.detail_values = 99;

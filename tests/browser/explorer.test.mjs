@@ -16,7 +16,7 @@
 //   - a Chinese browser gets Chinese; switching to Chinese changes the labels, is remembered
 //     after a reload, no label is missing in either language;
 //   - the curves grow when rows are appended to metrics.tsv while the page is open;
-//   - inside one step (pre-LN vs post-LN) and every lesson draw without an error;
+//   - inside one step (pre-LN vs post-LN) and every quick demo of the Lessons page draw without an error;
 //   - an API error (a sentence over the length limit) is shown on the page;
 //   - `scratchformer report` of the run opens as a file with the same views, fetching nothing;
 //   - `serve` stops on SIGTERM with status 0.
@@ -29,7 +29,6 @@ import path from 'node:path';
 
 const WAIT_MS = 60000;        // the longest any one thing may take before it counts as failed
 const PAGES = ['runs', 'translate', 'attention', 'step', 'training', 'lessons'];
-const LESSONS = ['positions', 'rope', 'schedule', 'masks', 'label_smoothing'];
 
 // ---- arguments and small helpers --------------------------------------------------------------
 
@@ -343,19 +342,37 @@ async function checkStep(a, page, watch) {
   await screenshot(a, page, 'step');
 }
 
+// Every quick demo (the slow ones train for up to 90 s: their reports are checked by the C++
+// tests) draws each figure of its report, with no error, nothing wider than the window, no raw
+// JSON; worked-example steps through its matrices one at a time.
 async function checkLessonsAndTraining(a, page, watch) {
   await openTab(page, 'training');
   await settle(page);
   await screenshot(a, page, 'training');
   await openTab(page, 'lessons');
-  for (const kind of LESSONS) {
-    // a DOM click: after a tall lesson (RoPE) puppeteer's mouse click can find no clickable point
-    await page.$eval(`#ls-kind button[data-kind="${kind}"]`, (b) => b.click());
-    await settle(page);
-    const drawn = await page.$$eval('#ls-view canvas, #ls-view svg, #ls-view table', (e) => e.length);
+  await page.waitForSelector('#ls-list button[data-demo]', {timeout: WAIT_MS});
+  const demos = await page.evaluate(() => fetch('/api/demos').then((r) => r.json()).then((j) => j.demos));
+  for (const d of demos.filter((x) => x.seconds <= 1)) {
+    await page.$eval(`#ls-list button[data-demo="${d.name}"]`, (b) => b.click());
+    await page.waitForFunction((name) => !document.querySelector('#ls-result').hidden && document.querySelector('#ls-running').hidden &&
+      document.querySelector('#ls-title').textContent === name, {timeout: WAIT_MS}, d.name);
+    const shown = await page.evaluate(() => ({
+      figures: document.querySelectorAll('#ls-view figure').length,
+      drawn: document.querySelectorAll('#ls-view figure canvas, #ls-view figure svg, #ls-view figure table').length,
+      raw: document.querySelectorAll('#ls-view pre').length,
+      steps: !document.querySelector('#ls-steps').hidden,
+      wider: document.documentElement.scrollWidth - window.innerWidth}));
     const problems = [...watch.take(), ...(await visibleErrors(page))];
-    check(`lesson "${kind}" draws with no error`, drawn > 0 && problems.length === 0, `${drawn} drawings; ${problems.join('\n')}`);
-    if (kind === 'positions') await screenshot(a, page, 'lessons');
+    check(`demo "${d.name}" draws every figure of its report with no error`,
+      shown.figures > 0 && shown.drawn >= shown.figures && shown.raw === 0 && shown.wider <= 0 && problems.length === 0,
+      `${JSON.stringify(shown)}; ${problems.join('\n')}`);
+    if (d.name === 'worked-example') {
+      let clicks = 0;
+      while (!(await page.$eval('#ls-next', (b) => b.disabled)) && clicks < 50) { await page.$eval('#ls-next', (b) => b.click()); clicks++; }
+      const label = await page.$eval('#ls-step-label', (e) => e.textContent);
+      check('worked-example steps through its matrices one at a time', shown.steps && clicks >= 10 && label.includes(String(clicks + 1)), label);
+    }
+    if (d.name === 'masks') await screenshot(a, page, 'lessons');
   }
 }
 

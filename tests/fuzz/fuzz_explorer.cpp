@@ -21,6 +21,7 @@
 #include <string_view>
 
 #include "train/explorer/request.h"
+#include "train/lessons/demo.h"
 
 namespace {
 
@@ -54,7 +55,7 @@ void check_translate(const ex::TranslateBody& b) {
 }
 
 void check_config_ref(const ex::ConfigRef& r) {
-  if (r.config.empty() == r.run.empty()) broken("a step/lesson body without exactly one of config and run");
+  if (r.config.empty() == r.run.empty()) broken("a step body without exactly one of config and run");
   if (r.set.size() > ex::kMaxOverrides) broken("too many overrides were accepted");
   for (const std::string& s : r.set)
     if (s.size() > ex::kMaxOverrideBytes || s.rfind("data.train", 0) == 0 || s.rfind("run.", 0) == 0)
@@ -75,7 +76,12 @@ void check_body(const std::string& route, std::string_view body) {
     check_config_ref(b.source);
     if (b.detail_values < 0 || b.detail_values > ex::kMaxDetailValues) broken("detail_values beyond its limit");
   }
-  if (route == "lessons") check_config_ref(ex::lesson_body(json).source);
+  if (route == "demo") {
+    const ex::DemoBody b = ex::demo_body(json);
+    if (!sf::lessons::find_demo(b.name)) broken("an unknown demo name was accepted: " + b.name);
+    if (b.text.size() > ex::kMaxDemoTextBytes || (!b.text.empty() && b.name != "worked-example"))
+      broken("a demo text beyond its limits was accepted");
+  }
 }
 
 void run_request(std::string_view input) {
@@ -95,7 +101,7 @@ void run_request(std::string_view input) {
     if (since < 0 || since > ex::kMaxSince) broken("a since beyond its limit was accepted");
   }
   const bool post_route = segments.size() == 2 && segments[0] == "api";
-  ex::require_method(method, path, post_route && segments[1] != "info" && segments[1] != "runs");
+  ex::require_method(method, path, post_route && segments[1] != "info" && segments[1] != "runs" && segments[1] != "demos");
   if (post_route) check_body(segments[1], body);
 }
 

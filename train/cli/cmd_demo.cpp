@@ -1,6 +1,7 @@
-// `scratchformer demo NAME [--out FILE.svg] [--seed N]`: runs one of the lecture's claims as a
-// demo (train/lessons/demo.h): it prints its numbers, writes an SVG and exits 0 when the claim
-// held, 1 when it did not. `demo` alone or `demo --list` lists the demos with their claims.
+// `scratchformer demo NAME [--out FILE.svg] [--seed N] [--json]`: runs one of the lecture's claims
+// as a demo (train/lessons/demo.h): it prints its numbers, writes an SVG and exits 0 when the
+// claim held, 1 when it did not. With --json it prints the report the explorer's Lessons page
+// draws instead (the same numbers as JSON, no SVG). `demo` alone or `demo --list` lists the demos.
 #include <algorithm>
 #include <iostream>
 #include <memory>
@@ -17,6 +18,7 @@ namespace {
 struct DemoArgs {
   std::string name;
   bool list = false;
+  bool json = false;
   lessons::DemoOptions options;
 };
 
@@ -48,6 +50,12 @@ int run_demo(const DemoArgs& a) {
   if (!a.options.text.empty() && demo->name != "worked-example")
     throw std::invalid_argument("demo " + demo->name + ": --text is read by worked-example only, got --text \"" +
                                 a.options.text + "\"");
+  if (a.json) {
+    if (!a.options.out.empty()) throw std::invalid_argument("demo: --json prints the report and writes no SVG; drop --out " + a.options.out);
+    const lessons::Json report = lessons::demo_report(*demo, a.options);
+    std::cout << report.dump(1) << "\n";
+    return report.at("held").get<bool>() ? 0 : 1;
+  }
   std::cout << "demo " << demo->name << ": " << demo->claim << "\n";
   return demo->run(a.options, std::cout);
 }
@@ -61,6 +69,7 @@ Command add_demo_command(CLI::App& app) {
   cmd->add_option("name", a->name, "The demo to run (see the list below; none: list them)");
   cmd->add_flag("--list", a->list, "List the demos with their claims");
   cmd->add_option("--out", a->options.out, "The SVG file to write (must end in .svg; default demo-NAME.svg here)");
+  cmd->add_flag("--json", a->json, "Print the report the explorer's Lessons page draws (JSON: claim, verdict, numbers, figures) instead of text and SVG");
   cmd->add_option("--seed", a->options.seed, "Where every random draw starts (default 0; lookup and label-smoothing draw nothing)");
   cmd->add_option("--text", a->options.text, "The sentence a demo reads (worked-example; default 我 喜欢 学 注意力 机制)");
   cmd->add_option("--corpora", a->options.corpora, "Where the shipped corpora are (default: the project's data/corpora; pooling reads them)");

@@ -112,7 +112,7 @@ Command add_serve_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("serve", "The explorer in the browser: runs, translations, attention, one step");
   CLI::Option* runs = cmd->add_option("--runs", a->runs, "Folder of runs (each folder in it with a config.toml) (default: runs)");
   cmd->add_option("--checkpoint", a->checkpoint, "One more model to use, outside the runs folder");
-  cmd->add_option("--configs", a->configs, "Folder of configs the step and lesson pages may use (default: configs)");
+  cmd->add_option("--configs", a->configs, "Folder of configs the Inside-one-step page may use (default: configs)");
   cmd->add_option("--host", a->host, "Address to listen on (default: 127.0.0.1, this machine only)");
   cmd->add_option("--port", a->port, "Port (default: 8080; 0 picks a free one and prints it)")
       ->check(whole_number_in(0, 65535, "a port in [0, 65535]"));

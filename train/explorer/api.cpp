@@ -14,6 +14,7 @@
 #include "train/config.h"
 #include "train/explorer/assets.h"
 #include "train/explorer/data.h"
+#include "train/lessons/demo.h"
 #include "train/explorer/request.h"
 #include "train/setup.h"
 
@@ -297,19 +298,20 @@ Response Explorer::route_post(const Request& request, const std::string& route) 
   if (route == "translate") return api_translate(translate_body(body));
   if (route == "attention") return api_attention(attention_body(body));
   if (route == "step") return api_step(step_body(body));
-  return api_lessons(lesson_body(body));
+  return api_demo(demo_body(body));
 }
 
 Response Explorer::route_api(const Request& request, const std::vector<std::string>& s) {
-  if (s.size() == 2 && (s[1] == "info" || s[1] == "runs")) {
+  if (s.size() == 2 && (s[1] == "info" || s[1] == "runs" || s[1] == "demos")) {
     require_method(request.method, request.path, false);
+    if (s[1] == "demos") return json_response(lessons::demo_list_json());
     return s[1] == "info" ? api_info() : api_runs();
   }
   if (s.size() == 4 && s[1] == "runs") {
     require_method(request.method, request.path, false);
     return route_run_data(request, s[2], s[3]);
   }
-  if (s.size() == 2 && (s[1] == "translate" || s[1] == "attention" || s[1] == "step" || s[1] == "lessons")) {
+  if (s.size() == 2 && (s[1] == "translate" || s[1] == "attention" || s[1] == "step" || s[1] == "demo")) {
     require_method(request.method, request.path, true);
     return route_post(request, s[1]);
   }
@@ -432,10 +434,20 @@ Response Explorer::api_step(const StepBody& body) {
   return json_response(explorer::step(req));
 }
 
-Response Explorer::api_lessons(const LessonBody& body) {
-  const ConfigSource source = config_source(body.source);
-  std::lock_guard<std::mutex> one_at_a_time(step_mutex_);
-  return json_response(explorer::lesson(body.kind, source.config));
+// A demo runs once (some train for a minute) and its report is kept: a class that opens the same
+// demo together waits for one run, then everyone gets the same numbers. A worked example of a
+// sentence of one's own is quick and not kept.
+Response Explorer::api_demo(const DemoBody& body) {
+  const lessons::Demo& demo = *lessons::find_demo(body.name);
+  lessons::DemoOptions options;
+  options.text = body.text;
+  std::lock_guard<std::mutex> one_at_a_time(demo_mutex_);
+  if (!body.text.empty()) return json_response(lessons::demo_report(demo, options));
+  auto it = demo_reports_.find(body.name);
+  if (it == demo_reports_.end()) it = demo_reports_.emplace(body.name, lessons::demo_report(demo, options).dump()).first;
+  Response r;
+  r.body = it->second;
+  return r;
 }
 
 }  // namespace sf::explorer

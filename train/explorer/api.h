@@ -11,7 +11,8 @@
 //   GET  /api/info                  version, runs root, the default model, the limits (request.h)
 //   GET  /api/runs                  every run under the runs root, with its config
 //   GET  /api/runs/RUN/metrics?since=N, /layer_norms?since=N, /snapshots
-//   POST /api/translate, /api/attention, /api/step, /api/lessons   (JSON bodies)
+//   GET  /api/demos                 the lecture's demos: name, claim, explanation, seconds
+//   POST /api/translate, /api/attention, /api/step, /api/demo   (JSON bodies)
 //
 // What it never does: serve a file outside its embedded ones and the run directories. A path
 // segment that is ".." before or after its one decoding (%2e%2e), that still holds a '%' after it
@@ -82,7 +83,7 @@ std::optional<std::filesystem::path> file_inside(const std::filesystem::path& di
 
 struct ExplorerOptions {
   std::string runs_root = "runs";      // --runs: each directory under it is a run
-  std::string configs_dir = "configs"; // --configs: the configs /api/step and /api/lessons may name
+  std::string configs_dir = "configs"; // --configs: the configs /api/step may name
   std::string default_checkpoint;      // --checkpoint: the model of {"run": ""}; "" = none
 };
 
@@ -105,7 +106,7 @@ class Explorer {
  private:
   struct CachedModel;   // one loaded checkpoint and its mutex (api.cpp)
   struct LockedModel;   // a model held by one request
-  struct ConfigSource {  // the config of a step or lesson request
+  struct ConfigSource {  // the config of a step request
     train::Config config;
     std::string checkpoint;  // the run's checkpoint-last, "" for a file from --configs
   };
@@ -121,7 +122,7 @@ class Explorer {
   Response api_translate(const TranslateBody& body);
   Response api_attention(const AttentionBody& body);
   Response api_step(const StepBody& body);
-  Response api_lessons(const LessonBody& body);
+  Response api_demo(const DemoBody& body);
 
   std::filesystem::path run_dir(const std::string& run) const;  // throws a 404 unless a run
   std::vector<std::string> run_names() const;
@@ -135,6 +136,8 @@ class Explorer {
   std::mutex cache_mutex_;                          // guards cache_ (not the models)
   std::list<std::shared_ptr<CachedModel>> cache_;   // most recently used first
   std::mutex step_mutex_;                           // one /api/step at a time (each builds a model)
+  std::mutex demo_mutex_;                           // one demo runs at a time; guards demo_reports_
+  std::map<std::string, std::string> demo_reports_; // name -> its report (JSON text), once run
 };
 
 }  // namespace sf::explorer

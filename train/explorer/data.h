@@ -94,16 +94,4 @@ struct StepRequest {
 // goes to stdout, as the trainer's.
 Json step(const StepRequest& req);
 
-// ---- lessons -------------------------------------------------------------------------------
-
-// kind: "positions" {table [64][64], d_model, max_len, positional} | "rope" {head_dim, base,
-// pairs: [{pair, theta, points [[x, y]]}], starts, dot: [{offset, at_0, at_M}], unrotated_dot} |
-// "schedule" {schedule, steps, lr, warmup, max_steps, peak, peak_step} | "masks" {batch, rows,
-// shown, src, src_pad_mask, tgt_in, tgt_pad_mask, causal} (batch 0, as explain-batch) |
-// "label_smoothing" {V (data.tokenizer_vocab_size), epsilon, target, gold_prob, other_prob, top,
-// rest: {count, each, total}, loss_at_target}, each with {kind}, for a config. For arch rnn,
-// positions and rope throw std::invalid_argument (no positions in a recurrent network) and masks
-// has no causal mask (its decoder is causal by reading one token at a time).
-Json lesson(const std::string& kind, const train::Config& config);
-
 }  // namespace sf::explorer

@@ -33,7 +33,8 @@ inline constexpr std::int64_t kMaxBeam = 16;                // beam 1..16
 inline constexpr std::int64_t kMaxNewTokens = 200;          // max_new 1..200
 inline constexpr std::size_t kMaxBodyBytes = 64 * 1024;     // a request body (the server's payload limit too)
 inline constexpr std::size_t kMaxReportSentences = 50;      // sentences in one `scratchformer report`
-inline constexpr std::size_t kMaxOverrides = 16;            // "set" entries of /api/step and /api/lessons
+inline constexpr std::size_t kMaxOverrides = 16;            // "set" entries of /api/step
+inline constexpr std::size_t kMaxDemoTextBytes = 200;       // text of /api/demo (worked-example: <= 12 words)
 inline constexpr std::size_t kMaxOverrideBytes = 200;       // one "set" entry: "model.norm_position=post"
 inline constexpr std::int64_t kMaxDetailValues = 16;        // detail_values of /api/step
 inline constexpr std::size_t kMaxPathBytes = 2048;          // the raw URL path
@@ -159,12 +160,13 @@ struct StepBody {
 };
 StepBody step_body(const Json& body);
 
-// POST /api/lessons.
-struct LessonBody {
-  std::string kind;  // "positions" | "rope" | "schedule" | "masks" | "label_smoothing"
-  ConfigRef source;
+// POST /api/demo: one of the lecture's demos (train/lessons/demo.h) by name; `text` only for
+// worked-example (its sentence, <= kMaxDemoTextBytes).
+struct DemoBody {
+  std::string name;
+  std::string text;
 };
-LessonBody lesson_body(const Json& body);
+DemoBody demo_body(const Json& body);
 
 // A model one /api/step may build and run a batch through (the kMaxStep* limits), else a 400.
 void check_step_model(const train::Config& config);

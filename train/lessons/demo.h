@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include "train/lessons/demo_report.h"
+
 namespace sf::train {
 class SvgWriter;  // train/classroom/svg.h
 }
@@ -27,18 +29,28 @@ struct DemoOptions {
 };
 
 // One demo: its name (what `scratchformer demo NAME` takes), the claim it shows in one line, and
-// the function that runs it. run prints to `out`, writes the SVG, and returns 0 when the claim
+// the two views of its numbers. run prints to `out`, writes the SVG, and returns 0 when the claim
 // held on these numbers, 1 when it did not (so a class sees a broken claim, not a silent pass).
+// report computes the same numbers and returns them as JSON for the explorer's Lessons page:
+// {"held", "numbers", "figures"} (demo_report.h); demo_report() adds the name and the texts.
 struct Demo {
   std::string name;
   std::string claim;
   std::function<int(const DemoOptions&, std::ostream& out)> run;
+  std::function<Json(const DemoOptions&)> report;
+  double seconds = 1;  // about how long it takes on two cores (the page says so before a long one)
 };
 
 // Every demo, in the order of the course.
 const std::vector<Demo>& demos();
 // The demo called `name`, or nullptr.
 const Demo* find_demo(const std::string& name);
+
+// The whole report of `demo`: {"name", "claim": {en, zh}, "explain": {en, zh}, "seconds", "held",
+// "numbers", "figures"} (demo_report.h), the texts from demo_texts.h.
+Json demo_report(const Demo& demo, const DemoOptions& options);
+// {"demos": [{"name", "claim": {en, zh}, "explain": {en, zh}, "seconds"}]} in course order.
+Json demo_list_json();
 
 // The SVG path a demo writes: options.out, or demo-NAME.svg.
 std::string demo_svg_path(const DemoOptions& options, const std::string& name);
@@ -60,7 +72,8 @@ std::string sci(double v);
 std::string fixed(double v, int digits);
 
 // A heatmap of m (rows x cols) with its top-left corner at (x, y), square cells of `cell` px, the
-// value printed in each cell, labels left of the rows and above the columns, a title above.
+// value printed in each cell, labels left of the rows and above the columns (turned 45 degrees
+// when wider than a cell: leave about 0.7 x their width above y), a title above.
 // Colours: viridis over [lo, hi], or (signed) the diverging map over [-hi, hi].
 struct Heatmap {
   std::vector<std::vector<double>> m;
@@ -108,5 +121,28 @@ int run_worked_example_demo(const DemoOptions& options, std::ostream& out);  // 
 int run_crossover_demo(const DemoOptions& options, std::ostream& out);        // demo_crossover.cpp
 int run_kv_bandwidth_demo(const DemoOptions& options, std::ostream& out);     // demo_kv_bandwidth.cpp
 int run_extrapolation_demo(const DemoOptions& options, std::ostream& out);    // demo_extrapolation.cpp
+int run_positions_demo(const DemoOptions& options, std::ostream& out);        // demo_positions.cpp
+int run_masks_demo(const DemoOptions& options, std::ostream& out);            // demo_masks.cpp
+
+// The reports, each beside its run function (the same file, the same compute function).
+Json path_length_report(const DemoOptions& options);
+Json parallel_report(const DemoOptions& options);
+Json bottleneck_report(const DemoOptions& options);
+Json alignment_report(const DemoOptions& options);
+Json autograd_report(const DemoOptions& options);
+Json worked_example_report(const DemoOptions& options);
+Json permutation_report(const DemoOptions& options);
+Json collapse_report(const DemoOptions& options);
+Json scaling_report(const DemoOptions& options);
+Json lookup_report(const DemoOptions& options);
+Json rope_report(const DemoOptions& options);
+Json gqa_report(const DemoOptions& options);
+Json crossover_report(const DemoOptions& options);
+Json extrapolation_report(const DemoOptions& options);
+Json positions_report(const DemoOptions& options);
+Json masks_report(const DemoOptions& options);
+Json kv_bandwidth_report(const DemoOptions& options);
+Json pooling_report(const DemoOptions& options);
+Json label_smoothing_report(const DemoOptions& options);
 
 }  // namespace sf::lessons

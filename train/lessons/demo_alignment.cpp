@@ -190,4 +190,20 @@ int run_alignment_demo(const DemoOptions& options, std::ostream& out) {
   return held ? 0 : 1;
 }
 
+Json alignment_json(const AlignmentResult& r) {
+  const std::vector<std::string> rows(r.target.begin(), r.target.begin() + static_cast<std::ptrdiff_t>(r.rnn_alignment.size()));
+  return {{"held", alignment_held(r)},
+          {"numbers", {number(bilingual("Bahdanau: peak within one position of the truth", "Bahdanau：峰值与正确位置相差不超过 1 的比例"), r.rnn_near),
+                       number(bilingual("Bahdanau: mean weight within one position", "Bahdanau：相差不超过 1 的位置上的平均权重"), r.rnn_near_mass),
+                       number(bilingual("Bahdanau: peak exactly on the truth", "Bahdanau：峰值恰好落在正确位置的比例"), r.rnn_hits),
+                       number(bilingual("Transformer, head mean: peak on the truth", "Transformer（各头平均）：峰值落在正确位置的比例"), r.transformer_mean_hits),
+                       number(bilingual("Transformer, best head: peak on the truth", "Transformer（最好的头）：峰值落在正确位置的比例"), r.transformer_best_head_hits)}},
+          {"figures", {heatmap_figure(bilingual("Bahdanau alpha: rows = target symbols, columns = source symbols", "Bahdanau 的 alpha：行 = 目标符号，列 = 源符号"),
+                                      rows, r.source, r.rnn_alignment),
+                       heatmap_figure(bilingual("Transformer cross-attention (head mean)", "Transformer 交叉注意力（各头平均）"), rows, r.source,
+                                      r.transformer_alignment)}}};
+}
+
+Json alignment_report(const DemoOptions& options) { return alignment_json(compute_alignment(options.seed)); }
+
 }  // namespace sf::lessons

@@ -18,6 +18,8 @@
 // Letters: S string length, T target length (S + 1 with EOS), H heads, D width.
 #pragma once
 
+#include "train/lessons/demo_report.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -49,5 +51,9 @@ bool alignment_held(const AlignmentResult& r);
 
 // The figure run_alignment_demo writes (an SVG document).
 std::string alignment_svg(const AlignmentResult& r);
+
+// The numbers as the explorer's Lessons page draws them (demo_report.h); alignment_report is this
+// of a fresh run.
+Json alignment_json(const AlignmentResult& r);
 
 }  // namespace sf::lessons

@@ -56,27 +56,58 @@ std::string autograd_svg(const Tensor& h, const Tensor& grad) {
 
 }  // namespace
 
-int run_autograd_demo(const DemoOptions& options, std::ostream& out) {
-  Generator gen(options.seed);
-  Tensor x = randn({2, 3}, gen);                   // (B=2, D=3)
-  Tensor w = randn({3, 4}, gen).requires_grad_();  // (D=3, F=4)
-  w.set_name("w");
-  Tensor h = matmul(x, w);   // (2, 4)
-  Tensor y = sum(relu(h));   // ()
-  print_heading(out, "forward / 前向");
-  out << "x = " << x << "\n\nw = " << w << "\n\nh = x @ w = " << h << "\n\ny = sum(relu(h)) = " << y << "\n";
-  y.backward();
-  print_heading(out, "backward / 反向");
-  out << "dy/dw = " << w.grad() << "\n";
-  const auto expected = hand_gradient(x, h);
-  double worst = 0;
+namespace {
+
+// One forward and backward of y = sum(relu(x @ w)) from `seed`, and the hand formula beside it.
+struct AutogradNumbers {
+  Tensor x, w, h, y, grad;
+  std::vector<std::vector<double>> expected;  // x^T [h > 0]
+  double worst = 0;                           // max |dy/dw - expected|
+};
+
+AutogradNumbers compute_autograd(std::uint64_t seed) {
+  Generator gen(seed);
+  AutogradNumbers n;
+  n.x = randn({2, 3}, gen);                   // (B=2, D=3)
+  n.w = randn({3, 4}, gen).requires_grad_();  // (D=3, F=4)
+  n.w.set_name("w");
+  n.h = matmul(n.x, n.w);   // (2, 4)
+  n.y = sum(relu(n.h));     // ()
+  n.y.backward();
+  n.grad = n.w.grad();
+  n.expected = hand_gradient(n.x, n.h);
   for (std::int64_t d = 0; d < 3; ++d)
-    for (std::int64_t f = 0; f < 4; ++f) worst = std::max(worst, std::abs(w.grad().at({d, f}) - expected[d][f]));
-  out << "\nmax |dy/dw - x^T [h > 0]| = " << sci(worst) << " (the hand formula; float32)\n";
-  const bool held = worst < kGradTol;
+    for (std::int64_t f = 0; f < 4; ++f) n.worst = std::max(n.worst, std::abs(n.grad.at({d, f}) - n.expected[d][f]));
+  return n;
+}
+
+}  // namespace
+
+int run_autograd_demo(const DemoOptions& options, std::ostream& out) {
+  const AutogradNumbers n = compute_autograd(options.seed);
+  print_heading(out, "forward / 前向");
+  out << "x = " << n.x << "\n\nw = " << n.w << "\n\nh = x @ w = " << n.h << "\n\ny = sum(relu(h)) = " << n.y << "\n";
+  print_heading(out, "backward / 反向");
+  out << "dy/dw = " << n.grad << "\n";
+  out << "\nmax |dy/dw - x^T [h > 0]| = " << sci(n.worst) << " (the hand formula; float32)\n";
+  const bool held = n.worst < kGradTol;
   out << verdict(held) << "\n";
-  save_demo_svg(options, "autograd", autograd_svg(h.detach(), w.grad()), out);
+  save_demo_svg(options, "autograd", autograd_svg(n.h.detach(), n.grad), out);
   return held ? 0 : 1;
+}
+
+Json autograd_report(const DemoOptions& options) {
+  const AutogradNumbers n = compute_autograd(options.seed);
+  const std::vector<std::string> b = {"b=0", "b=1"}, d = {"d0", "d1", "d2"}, f = {"f0", "f1", "f2", "f3"};
+  return {{"held", n.worst < kGradTol},
+          {"numbers", {number(bilingual("y = sum(relu(x @ w))", "y = sum(relu(x @ w))"), n.y.item()),
+                       number(bilingual("max |dy/dw - x^T [h > 0]| (float32)", "max |dy/dw - x^T [h > 0]|（float32）"), n.worst)}},
+          {"figures", {heatmap_figure(bilingual("x (2, 3)", "输入 x (2, 3)"), b, d, rows_of(n.x), true),
+                       heatmap_figure(bilingual("w (3, 4)", "权重 w (3, 4)"), d, f, rows_of(n.w.detach()), true),
+                       heatmap_figure(bilingual("h = x @ w (2, 4): relu keeps the positive entries", "h = x @ w (2, 4)：relu 只保留正数"),
+                                      b, f, rows_of(n.h.detach()), true),
+                       heatmap_figure(bilingual("dy/dw by backward() (3, 4)", "backward() 得到的 dy/dw (3, 4)"), d, f, rows_of(n.grad), true),
+                       heatmap_figure(bilingual("x^T [h > 0] by hand (3, 4)", "手算 x^T [h > 0] (3, 4)"), d, f, n.expected, true)}}};
 }
 
 }  // namespace sf::lessons

@@ -111,4 +111,20 @@ int run_bottleneck_demo(const DemoOptions& options, std::ostream& out) {
   return held ? 0 : 1;
 }
 
+Json bottleneck_json(const BottleneckResult& r) {
+  std::vector<double> lengths;
+  for (std::int64_t s : r.lengths) lengths.push_back(static_cast<double>(s));
+  return {{"held", bottleneck_held(r)},
+          {"numbers", {number(bilingual("training steps", "训练步数"), r.steps), number(bilingual("d_model", "d_model"), r.d_model),
+                       number(bilingual("final loss, no attention", "最终损失（无注意力）"), r.none_loss),
+                       number(bilingual("final loss, additive attention", "最终损失（加性注意力）"), r.additive_loss)}},
+          {"figures", {lines_figure(bilingual("copying a string: fraction of symbols right against its length", "复制字符串：符号正确率随长度的变化"),
+                                    {bilingual("string length S", "字符串长度 S"), bilingual("accuracy", "正确率")},
+                                    {line_series(bilingual("no attention (one vector)", "无注意力（只有一个向量）"), lengths, r.none),
+                                     line_series(bilingual("additive attention", "加性注意力"), lengths, r.additive)},
+                                    {{static_cast<double>(r.train_max_len), bilingual("longest in training", "训练中最长")}})}}};
+}
+
+Json bottleneck_report(const DemoOptions& options) { return bottleneck_json(compute_bottleneck(options.seed)); }
+
 }  // namespace sf::lessons

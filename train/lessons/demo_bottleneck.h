@@ -14,6 +14,8 @@
 // Letters: S string length, D width.
 #pragma once
 
+#include "train/lessons/demo_report.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -38,5 +40,9 @@ bool bottleneck_held(const BottleneckResult& r);
 
 // The figure run_bottleneck_demo writes (an SVG document).
 std::string bottleneck_svg(const BottleneckResult& r);
+
+// The numbers as the explorer's Lessons page draws them (demo_report.h); bottleneck_report is this
+// of a fresh run.
+Json bottleneck_json(const BottleneckResult& r);
 
 }  // namespace sf::lessons

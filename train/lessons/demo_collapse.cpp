@@ -213,4 +213,22 @@ int run_collapse_demo(const DemoOptions& options, std::ostream& out) {
   return held ? 0 : 1;
 }
 
+Json collapse_report(const DemoOptions& options) {
+  const CollapseResult r = compute_collapse(options.seed);
+  const std::vector<std::string> pos = {"0", "1", "2", "3", "4"};
+  return {{"held", collapse_held(r)},
+          {"numbers", {number(bilingual("no ReLU: max |A2 (A1 x V1) V2 - (A2 A1) x (V1 V2)|", "无 ReLU：max |A2 (A1 x V1) V2 - (A2 A1) x (V1 V2)|"), r.stacked_vs_single),
+                       number(bilingual("no ReLU: best one-layer fit, relative residual", "无 ReLU：最佳单层拟合的相对残差"), r.fit_residual_linear),
+                       number(bilingual("ReLU between: |stack - one layer| / |one layer|", "中间有 ReLU：|两层 - 一层| / |一层|"), r.relu_vs_single),
+                       number(bilingual("ReLU between: best one-layer fit, relative residual", "中间有 ReLU：最佳单层拟合的相对残差"), r.fit_residual_relu)}},
+          {"figures", {heatmap_figure(bilingual("A1 (frozen weights)", "A1（固定的注意力权重）"), pos, pos, r.a1),
+                       heatmap_figure(bilingual("A2", "A2"), pos, pos, r.a2),
+                       heatmap_figure(bilingual("A2 A1: one attention pattern (rows sum to 1)", "A2 A1：合成一个注意力模式（每行和为 1）"), pos, pos, r.a21),
+                       bars_figure(bilingual("how far the stack is from one layer (log scale)", "两层与一层相差多少（对数坐标）"),
+                                   {"no ReLU: |stack - one layer|", "no ReLU: one-layer fit residual", "ReLU: |stack - one layer|",
+                                    "ReLU: best one-layer fit residual"},
+                                   {bar_series(bilingual("value", "数值"), {r.stacked_vs_single, r.fit_residual_linear, r.relu_vs_single, r.fit_residual_relu})},
+                                   true)}}};
+}
+
 }  // namespace sf::lessons

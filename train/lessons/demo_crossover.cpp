@@ -149,4 +149,28 @@ int run_crossover_demo(const DemoOptions& options, std::ostream& out) {
   return r.claim_holds ? 0 : 1;
 }
 
+Json crossover_json(const CrossoverResult& r) {
+  std::vector<double> t, att_ms, ffn_ms, att_flops, ffn_flops_v;
+  for (const CrossoverPoint& p : r.points) {
+    t.push_back(static_cast<double>(p.length));
+    att_ms.push_back(p.attention_seconds * 1e3), ffn_ms.push_back(p.ffn_seconds * 1e3);
+    att_flops.push_back(p.attention_flops), ffn_flops_v.push_back(p.ffn_flops);
+  }
+  const Json attention = bilingual("attention", "注意力"), ffn = bilingual("FFN", "前馈网络");
+  return {{"held", r.claim_holds},
+          {"numbers", {number(bilingual("d_model", "d_model"), r.settings.d_model), number(bilingual("d_ff", "d_ff"), r.settings.d_ff),
+                       number(bilingual("T* by the formula, d_ff - 2 d_model", "公式给出的 T* = d_ff - 2 d_model"), r.formula_t),
+                       number(bilingual("T where the measured times cross", "实测时间交叉处的 T"), r.measured_t)}},
+          {"figures", {lines_figure(bilingual("one layer's forward time (this machine)", "一层的前向时间（本机）"),
+                                    {bilingual("sequence length T", "序列长度 T"), bilingual("ms", "毫秒"), true, true},
+                                    {line_series(attention, t, att_ms), line_series(ffn, t, ffn_ms)},
+                                    {{r.formula_t, bilingual("T* (formula)", "T*（公式）")}}),
+                       lines_figure(bilingual("FLOPs by the formulas", "公式计算的浮点运算量"),
+                                    {bilingual("sequence length T", "序列长度 T"), bilingual("FLOPs", "浮点运算次数"), true, true},
+                                    {line_series(attention, t, att_flops), line_series(ffn, t, ffn_flops_v)},
+                                    {{r.formula_t, bilingual("T*", "T*")}})}}};
+}
+
+Json crossover_report(const DemoOptions& options) { return crossover_json(compute_crossover(options.seed)); }
+
 }  // namespace sf::lessons

@@ -13,6 +13,8 @@
 // Timings are printed, never asserted; a test checks the formulas and the interpolation.
 #pragma once
 
+#include "train/lessons/demo_report.h"
+
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -51,5 +53,9 @@ struct CrossoverResult {
 };
 
 CrossoverResult compute_crossover(std::uint64_t seed, const CrossoverSettings& settings = {});
+
+// The numbers as the explorer's Lessons page draws them (demo_report.h); crossover_report is this
+// of a fresh run.
+Json crossover_json(const CrossoverResult& r);
 
 }  // namespace sf::lessons

@@ -329,4 +329,38 @@ int run_extrapolation_demo(const DemoOptions& options, std::ostream& out) {
   return r.claim_holds ? 0 : 1;
 }
 
+Json extrapolation_json(const ExtrapolationResult& r) {
+  std::vector<Json> series;
+  std::vector<std::vector<Json>> rows;
+  for (const ExtrapolationCurve& c : r.curves) {
+    // the mean loss over buckets of positions: a readable line, as the SVG draws it
+    std::vector<double> x, y;
+    const auto bucket = static_cast<std::size_t>(r.settings.bucket);
+    for (std::size_t b = 0; b + bucket <= c.loss.size(); b += bucket) {
+      double sum = 0;
+      for (std::size_t i = b; i < b + bucket; ++i) sum += c.loss[i];
+      x.push_back(static_cast<double>(b + bucket / 2)), y.push_back(sum / static_cast<double>(bucket));
+    }
+    if (!x.empty()) series.push_back(line_series(c.scheme, x, y));
+    rows.push_back({c.scheme, c.within(), c.refused.empty() ? Json(c.beyond()) : Json(c.refused),
+                    c.refused.empty() ? Json(c.beyond() - c.within()) : Json(nullptr)});
+  }
+  std::vector<std::vector<Json>> claims;
+  for (const auto& [claim, held] : r.claims) claims.push_back({claim, held ? bilingual("holds", "成立") : bilingual("does NOT hold", "不成立")});
+  return {{"held", r.claim_holds},
+          {"numbers", {number(bilingual("training length L", "训练长度 L"), r.settings.train_length),
+                       number(bilingual("scored up to", "评估到的长度"), r.settings.train_length * r.settings.eval_factor),
+                       number(bilingual("the scheme that degrades least past L", "超过 L 后退化最少的方案"), r.least_degrading)}},
+          {"figures", {lines_figure(bilingual("next-character loss by position (mean over windows)", "按位置的下一个字符损失（各窗口平均）"),
+                                    {bilingual("position", "位置"), bilingual("loss (nats)", "损失（奈特）")}, std::move(series),
+                                    {{static_cast<double>(r.settings.train_length), bilingual("L", "L")}}),
+                       table_figure(bilingual("mean loss before and past L", "L 之前与之后的平均损失"),
+                                    {bilingual("scheme", "方案"), bilingual("before L", "L 之前"), bilingual("past L", "L 之后"),
+                                     bilingual("rise", "上升")},
+                                    rows),
+                       table_figure(bilingual("the claims", "结论"), {bilingual("claim", "结论"), bilingual("verdict", "判定")}, claims)}}};
+}
+
+Json extrapolation_report(const DemoOptions& options) { return extrapolation_json(compute_extrapolation(options.seed, options.corpora)); }
+
 }  // namespace sf::lessons

@@ -13,6 +13,8 @@
 // that training never touched.
 #pragma once
 
+#include "train/lessons/demo_report.h"
+
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -59,5 +61,9 @@ struct ExtrapolationResult {
 // corpora: the folder holding multi30k/ ("" = the shipped data/corpora).
 ExtrapolationResult compute_extrapolation(std::uint64_t seed, const std::string& corpora,
                                           const ExtrapolationSettings& settings = {});
+
+// The numbers as the explorer's Lessons page draws them (demo_report.h); extrapolation_report is this
+// of a fresh run.
+Json extrapolation_json(const ExtrapolationResult& r);
 
 }  // namespace sf::lessons

@@ -228,4 +228,33 @@ int run_gqa_demo(const DemoOptions& options, std::ostream& out) {
   return r.claim_holds ? 0 : 1;
 }
 
+Json gqa_report(const DemoOptions& options) {
+  const GqaDemoResult r = compute_gqa_demo(options.seed);
+  std::vector<std::string> names;
+  std::vector<double> params, bytes, speed;
+  std::vector<std::vector<Json>> rows;
+  for (const GqaVariant& v : r.variants) {
+    names.push_back(std::string(v.name) + " (Hkv " + std::to_string(v.kv_heads) + ")");
+    params.push_back(static_cast<double>(v.attn_params));
+    bytes.push_back(static_cast<double>(v.bytes_per_token_formula));
+    speed.push_back(v.tokens_per_second);
+    rows.push_back({v.name, v.kv_heads, v.attn_params, v.attn_params_formula, v.bytes_per_token_formula, v.cache_bytes,
+                    v.tokens_per_second});
+  }
+  return {{"held", r.claim_holds},
+          {"numbers", {number(bilingual("d_model", "d_model"), r.settings.d_model), number(bilingual("query heads H", "查询头数 H"), r.settings.n_heads),
+                       number(bilingual("head width Dh", "每个头的宽度 Dh"), r.head_dim), number(bilingual("layers", "层数"), r.settings.layers)}},
+          {"figures", {bars_figure(bilingual("one self-attention layer's parameters", "一个自注意力层的参数量"), names,
+                                   {bar_series(bilingual("parameters", "参数量"), params)}, false),
+                       bars_figure(bilingual("KV-cache bytes per token (float32)", "每个词元的 KV 缓存字节数（float32）"), names,
+                                   {bar_series(bilingual("bytes", "字节"), bytes)}, false),
+                       bars_figure(bilingual("decoding speed (tokens/s, this machine)", "解码速度（词元/秒，本机）"), names,
+                                   {bar_series(bilingual("tokens/s", "词元/秒"), speed)}, false),
+                       table_figure(bilingual("formula against module and allocation", "公式与模块、实际分配的对比"),
+                                    {bilingual("variant", "变体"), bilingual("Hkv", "Hkv"), bilingual("parameters (module)", "参数量（模块）"),
+                                     bilingual("parameters (formula)", "参数量（公式）"), bilingual("bytes/token (formula)", "字节/词元（公式）"),
+                                     bilingual("cache bytes (allocated)", "缓存字节（实际分配）"), bilingual("tokens/s", "词元/秒")},
+                                    rows)}}};
+}
+
 }  // namespace sf::lessons

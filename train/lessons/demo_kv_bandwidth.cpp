@@ -242,4 +242,36 @@ int run_kv_bandwidth_demo(const DemoOptions& options, std::ostream& out) {
   return r.claim_holds ? 0 : 1;
 }
 
+Json kv_bandwidth_json(const KvBandwidthResult& r) {
+  std::vector<Json> series;
+  for (std::int64_t hkv : r.settings.kv_heads) {
+    std::vector<double> t, ms;
+    for (const KvBandwidthPoint& p : r.points)
+      if (p.kv_heads == hkv) t.push_back(static_cast<double>(p.cache_length)), ms.push_back(p.step_seconds * 1e3);
+    const std::string name = hkv == r.settings.n_heads ? "MHA" : hkv == 1 ? "MQA" : "GQA";
+    series.push_back(line_series(name + " (Hkv " + std::to_string(hkv) + ")", t, ms));
+  }
+  std::vector<std::vector<Json>> memory;
+  for (const KvMemoryRow& m : r.memory) memory.push_back({m.generated, m.full_live_bytes, m.ring_live_bytes});
+  std::vector<std::vector<Json>> points;
+  for (const KvBandwidthPoint& p : r.points)
+    points.push_back({p.kv_heads, p.cache_length, p.kv_bytes, p.kv_bytes_formula, p.step_seconds * 1e3, p.gb_per_s()});
+  return {{"held", r.claim_holds},
+          {"numbers", {number(bilingual("a plain read loop, GB/s (this machine)", "简单读内存循环的带宽 GB/s（本机）"), r.stream_gb_per_s),
+                       number(bilingual("the window W of the ring", "环形缓存的窗口 W"), r.settings.window)}},
+          {"figures", {lines_figure(bilingual("one decoding step's time against the tokens in the cache", "一步解码的时间随缓存中词元数的变化"),
+                                    {bilingual("cached tokens T", "缓存的词元数 T"), bilingual("ms per step", "每步毫秒"), true, true},
+                                    std::move(series)),
+                       table_figure(bilingual("every point: bytes read per step and the speed of reading them", "每个测量点：每步读取的字节数及读取速度"),
+                                    {bilingual("Hkv", "Hkv"), bilingual("T", "T"), bilingual("KV bytes", "KV 字节"),
+                                     bilingual("formula", "公式"), bilingual("ms", "毫秒"), bilingual("GB/s", "GB/s")},
+                                    points),
+                       table_figure(bilingual("live bytes after generating: full cache against a ring of W", "生成之后仍占用的字节：完整缓存与大小为 W 的环形缓存"),
+                                    {bilingual("tokens generated", "已生成词元数"), bilingual("full cache bytes", "完整缓存字节"),
+                                     bilingual("ring bytes", "环形缓存字节")},
+                                    memory)}}};
+}
+
+Json kv_bandwidth_report(const DemoOptions& options) { return kv_bandwidth_json(compute_kv_bandwidth(options.seed)); }
+
 }  // namespace sf::lessons

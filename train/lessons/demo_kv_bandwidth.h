@@ -19,6 +19,8 @@
 // by one position per token.
 #pragma once
 
+#include "train/lessons/demo_report.h"
+
 #include <cstdint>
 #include <vector>
 
@@ -60,5 +62,9 @@ struct KvBandwidthResult {
 };
 
 KvBandwidthResult compute_kv_bandwidth(std::uint64_t seed, const KvBandwidthSettings& settings = {});
+
+// The numbers as the explorer's Lessons page draws them (demo_report.h); kv_bandwidth_report is this
+// of a fresh run.
+Json kv_bandwidth_json(const KvBandwidthResult& r);
 
 }  // namespace sf::lessons

@@ -157,4 +157,36 @@ int run_label_smoothing_demo(const DemoOptions& options, std::ostream& out) {
   return held ? 0 : 1;
 }
 
+namespace {
+
+// The five classes as the next word of "A man walks his ...": the gold class (2) is "dog".
+const std::vector<std::string>& class_words() {
+  static const std::vector<std::string> words = {"▁cat", "▁ball", "▁dog", "▁bike", "▁the"};
+  return words;
+}
+
+}  // namespace
+
+Json label_smoothing_report(const DemoOptions&) {
+  const LabelSmoothingResult r = compute_label_smoothing();
+  const std::vector<double> steps = indices(r.smoothed_run_loss.size());
+  return {{"held", label_smoothing_held(r)},
+          {"numbers", {number(bilingual("epsilon", "平滑系数 epsilon"), r.eps), number(bilingual("classes V", "类别数 V"), r.classes),
+                       number(bilingual("H(q): the smoothed loss's floor", "H(q)：平滑后损失的下界"), r.entropy),
+                       number(bilingual("the smoothed run's final loss", "平滑训练最终的损失"), r.smoothed_run_loss.back()),
+                       number(bilingual("the plain run's final NLL", "普通训练最终的负对数似然"), r.nll_run_nll.back())}},
+          {"figures", {bars_figure(bilingual("the next word of \"A man walks his ...\" (gold: dog), log scale",
+                                             "\"A man walks his ...\" 的下一个词（正确答案 dog），对数坐标"),
+                                   class_words(),
+                                   {bar_series(bilingual("smoothed target q", "平滑后的目标 q"), r.target),
+                                    bar_series(bilingual("p after training on the smoothed loss", "用平滑损失训练后的 p"), r.smoothed_run_p),
+                                    bar_series(bilingual("p after training on the NLL", "用负对数似然训练后的 p"), r.nll_run_p)},
+                                   true),
+                       lines_figure(bilingual("the loss during gradient descent", "梯度下降过程中的损失"),
+                                    {bilingual("step", "步数"), bilingual("nats", "奈特")},
+                                    {line_series(bilingual("smoothed run: smoothed loss", "平滑训练：平滑损失"), steps, r.smoothed_run_loss),
+                                     line_series(bilingual("plain run: NLL", "普通训练：负对数似然"), steps, r.nll_run_nll),
+                                     line_series(bilingual("H(q)", "H(q)"), {0, steps.back()}, {r.entropy, r.entropy}, true)})}}};
+}
+
 }  // namespace sf::lessons

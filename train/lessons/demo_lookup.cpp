@@ -186,4 +186,29 @@ int run_lookup_demo(const DemoOptions& options, std::ostream& out) {
   return held ? 0 : 1;
 }
 
+Json lookup_report(const DemoOptions&) {
+  const LookupResult r = compute_lookup();
+  std::vector<std::string> queries, keys;
+  std::vector<std::vector<double>> weights, outputs;
+  for (const LookupQuery& q : r.queries) queries.push_back(q.label), weights.push_back(q.weights), outputs.push_back(q.output);
+  for (std::size_t j = 0; j < r.keys.size(); ++j) keys.push_back("k" + std::to_string(j));
+  std::vector<std::string> out_cols;
+  for (std::size_t j = 0; j < r.values.front().size(); ++j) out_cols.push_back("o" + std::to_string(j));
+  return {{"held", lookup_held(r)},
+          {"numbers", {number(bilingual("q = 40 (k1 + k2): max |output - (v1 + v2)/2|", "q = 40 (k1 + k2)：max |输出 - (v1 + v2)/2|"), r.between_error),
+                       number(bilingual("the sharpest query: max |output - v2|", "最尖锐的查询：max |输出 - v2|"), r.lookup_error.back()),
+                       number(bilingual("max |sum of weights - 1|", "max |权重之和 - 1|"), r.sum_error)}},
+          {"figures", {heatmap_figure(bilingual("weights softmax(q K^T) of each query on the keys", "每个查询在各个键上的权重 softmax(q K^T)"),
+                                      queries, keys, weights),
+                       heatmap_figure(bilingual("outputs w V: a sharp query returns one value, a blunt one blends", "输出 w V：尖锐的查询取回一个值，模糊的查询取混合"),
+                                      queries, out_cols, outputs, true),
+                       lines_figure(bilingual("q = beta k2: the output's distance to v2", "q = beta k2：输出与 v2 的距离"),
+                                    {bilingual("beta", "beta"), bilingual("max |output - v2|", "max |输出 - v2|"), true, true},
+                                    {line_series(bilingual("error", "误差"), r.betas, r.lookup_error)}),
+                       lines_figure(bilingual("q between k1 and k2: the weight moves from k2 to k1", "q 在 k1 与 k2 之间：权重从 k2 移向 k1"),
+                                    {bilingual("lambda (q = beta (lambda k1 + (1 - lambda) k2))", "lambda（q = beta (lambda k1 + (1 - lambda) k2)）"),
+                                     bilingual("weight", "权重")},
+                                    {line_series("w(k1)", r.lambdas, r.weight_k1), line_series("w(k2)", r.lambdas, r.weight_k2)})}}};
+}
+
 }  // namespace sf::lessons

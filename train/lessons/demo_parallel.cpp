@@ -137,4 +137,22 @@ int run_parallel_demo(const DemoOptions& options, std::ostream& out) {
   return held ? 0 : 1;
 }
 
+Json parallel_report(const DemoOptions& options) {
+  const ParallelResult r = compute_parallel(ParallelSettings{}, options.seed);
+  std::vector<double> t, lstm_chain, att_chain, lstm_ms, att_ms;
+  for (const ParallelRow& row : r.rows) {
+    t.push_back(static_cast<double>(row.seq_len));
+    lstm_chain.push_back(static_cast<double>(row.lstm_depth)), att_chain.push_back(static_cast<double>(row.attention_depth));
+    lstm_ms.push_back(row.lstm_ms), att_ms.push_back(row.attention_ms);
+  }
+  return {{"held", parallel_held(r)},
+          {"numbers", {number(bilingual("width D", "宽度 D"), r.settings.width), number(bilingual("batch", "批大小"), r.settings.batch)}},
+          {"figures", {lines_figure(bilingual("the longest chain of dependent ops (autograd graph)", "最长的相互依赖运算链（自动求导图）"),
+                                    {bilingual("T", "T"), bilingual("ops that must wait for each other", "必须依次等待的运算数"), true, true},
+                                    {line_series("LSTM", t, lstm_chain), line_series(bilingual("self-attention", "自注意力"), t, att_chain)}),
+                       lines_figure(bilingual("forward time, median (this machine)", "前向时间中位数（本机）"),
+                                    {bilingual("T", "T"), bilingual("ms", "毫秒"), true, true},
+                                    {line_series("LSTM", t, lstm_ms), line_series(bilingual("self-attention", "自注意力"), t, att_ms)})}}};
+}
+
 }  // namespace sf::lessons

@@ -238,4 +238,27 @@ int run_path_length_demo(const DemoOptions& options, std::ostream& out) {
   return held ? 0 : 1;
 }
 
+Json path_length_json(const PathLengthResult& r) {
+  std::vector<double> d;
+  for (std::int64_t v : r.distance) d.push_back(static_cast<double>(v));
+  const Axes axes{bilingual("distance T - t", "距离 T - t"), bilingual("||d(u . out_T)/dx_t||", "||d(u . out_T)/dx_t||"), false, true};
+  const auto panel = [&](Json title, const std::vector<double>& rnn, const std::vector<double>& lstm, const std::vector<double>& att) {
+    return lines_figure(std::move(title), axes,
+                        {line_series("tanh RNN", d, rnn), line_series("LSTM", d, lstm),
+                         line_series(bilingual("self-attention", "自注意力"), d, att)});
+  };
+  Json figures = {panel(bilingual("at initialisation: the gradient to the token t steps back", "初始化时：回传到 t 步之前那个词元的梯度"),
+                        r.rnn, r.lstm, r.attention)};
+  if (r.train_steps > 0)
+    figures.push_back(panel(bilingual("after training on a task that needs the first token", "在需要第一个词元的任务上训练之后"),
+                            r.rnn_trained, r.lstm_trained, r.attention_trained));
+  return {{"held", path_length_held(r)},
+          {"numbers", {number(bilingual("T", "T"), r.seq_len), number(bilingual("tanh RNN: factor per step", "tanh RNN：每步的衰减因子"), r.rnn_factor),
+                       number(bilingual("LSTM: factor per step", "LSTM：每步的衰减因子"), r.lstm_factor),
+                       number(bilingual("self-attention: factor per step", "自注意力：每步的衰减因子"), r.attention_factor)}},
+          {"figures", std::move(figures)}};
+}
+
+Json path_length_report(const DemoOptions& options) { return path_length_json(compute_path_length(options.seed)); }
+
 }  // namespace sf::lessons

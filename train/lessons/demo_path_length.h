@@ -18,6 +18,8 @@
 // Letters: T sequence length, D width.
 #pragma once
 
+#include "train/lessons/demo_report.h"
+
 #include <cstdint>
 #include <vector>
 
@@ -48,5 +50,9 @@ PathLengthResult compute_path_length(std::uint64_t seed, std::int64_t train_step
 // token, read in one step, while the recurrent gradients to it are still under 1e-3 of the
 // nearest one's (in the same number of steps neither recurrent model learns the task here).
 bool path_length_held(const PathLengthResult& r);
+
+// The numbers as the explorer's Lessons page draws them (demo_report.h); path_length_report is this
+// of a fresh run.
+Json path_length_json(const PathLengthResult& r);
 
 }  // namespace sf::lessons

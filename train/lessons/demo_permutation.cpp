@@ -181,4 +181,29 @@ int run_permutation_demo(const DemoOptions& options, std::ostream& out) {
   return held ? 0 : 1;
 }
 
+Json permutation_report(const DemoOptions& options) {
+  const PermutationResult r = compute_permutation(options.seed);
+  bool held = true;
+  std::vector<std::string> labels;
+  std::vector<double> diffs;
+  std::vector<std::vector<Json>> rows;
+  for (const PermutationCase& c : r.cases) {
+    held = held && case_held(c);
+    labels.push_back(c.module + ", " + c.positions + ", " + c.dtype);
+    diffs.push_back(c.max_diff);
+    rows.push_back({c.module, c.positions, c.dtype, c.max_diff, c.output_scale,
+                    c.positions_used() ? bilingual("broken", "被打破") : bilingual("equivariant", "等变")});
+  }
+  return {{"held", held},
+          {"numbers", {number(bilingual("sequence length", "序列长度"), r.seq_len), number(bilingual("d_model", "d_model"), r.d_model)}},
+          {"figures", {bars_figure(bilingual("max |f(Px) - P f(x)| (log scale): ~1e-16 is rounding, ~1 is broken",
+                                             "max |f(Px) - P f(x)|（对数坐标）：~1e-16 只是舍入误差，~1 表示被打破"),
+                                   labels, {bar_series(bilingual("max difference", "最大差"), diffs)}, true),
+                       table_figure(bilingual("every case", "所有情形"),
+                                    {bilingual("module", "模块"), bilingual("positions", "位置编码"), bilingual("dtype", "精度"),
+                                     bilingual("max |f(Px) - P f(x)|", "max |f(Px) - P f(x)|"), bilingual("max |f(x)|", "max |f(x)|"),
+                                     bilingual("expected", "预期")},
+                                    rows)}}};
+}
+
 }  // namespace sf::lessons

@@ -285,4 +285,28 @@ int run_pooling_demo(const DemoOptions& options, std::ostream& out) {
   return r.claim_holds ? 0 : 1;
 }
 
+Json pooling_report(const DemoOptions& options) {
+  const PoolingDemoResult r = compute_pooling_demo(options.seed, options.corpora);
+  std::vector<std::string> positions;
+  const std::vector<std::string>& tokens = r.sentences.front().tokens;
+  for (std::size_t t = 0; t < r.mean_weights.size(); ++t) positions.push_back(t < tokens.size() ? tokens[t] : "<pad>");
+  std::vector<std::vector<Json>> pairs;
+  for (const PoolingDemoResult::Pair& p : r.pairs)
+    pairs.push_back({r.sentences[static_cast<std::size_t>(p.a)].text, r.sentences[static_cast<std::size_t>(p.b)].text,
+                     p.paraphrase ? bilingual("paraphrase", "同义") : bilingual("unrelated", "无关"), p.mean_cosine, p.attention_cosine});
+  return {{"held", r.claim_holds},
+          {"numbers", {number(bilingual("max |mean pooling - average of the tokens|", "max |平均池化 - 词向量的平均|"), r.mean_vs_manual),
+                       number(bilingual("max |sum of attention weights - 1|", "max |注意力权重之和 - 1|"), r.attention_sum_error),
+                       number(bilingual("largest attention weight on padding", "落在填充位置上的最大权重"), r.attention_on_pads)}},
+          {"figures", {bars_figure(bilingual("sentence 0: each position's weight in the sentence vector", "第 0 句：每个位置在句向量中的权重"),
+                                   positions,
+                                   {bar_series(bilingual("mean pooling", "平均池化"), r.mean_weights),
+                                    bar_series(bilingual("attention pooling", "注意力池化"), r.attention_weights)},
+                                   false),
+                       table_figure(bilingual("cosine similarity of sentence vectors", "句向量的余弦相似度"),
+                                    {bilingual("sentence a", "句子 a"), bilingual("sentence b", "句子 b"), bilingual("pair", "关系"),
+                                     bilingual("mean pooling", "平均池化"), bilingual("attention pooling", "注意力池化")},
+                                    pairs)}}};
+}
+
 }  // namespace sf::lessons

@@ -268,4 +268,37 @@ int run_rope_demo(const DemoOptions& options, std::ostream& out) {
   return r.claim_holds ? 0 : 1;
 }
 
+Json rope_report(const DemoOptions& options) {
+  const RopeDemoResult r = compute_rope_demo(options.seed);
+  std::vector<double> thetas;  // theta_k = base^(-2k / Dh), the angle pair k turns per position
+  for (std::int64_t k = 0; k < r.head_dim / 2; ++k)
+    thetas.push_back(std::pow(r.base, -2.0 * static_cast<double>(k) / static_cast<double>(r.head_dim)));
+  std::vector<double> m, one, all;  // every 8th distance: enough points for the eye
+  for (std::size_t i = 0; i < r.one_frequency.size(); i += 8)
+    m.push_back(static_cast<double>(i)), one.push_back(r.one_frequency[i]), all.push_back(r.all_frequencies[i]);
+  std::vector<std::vector<Json>> groups;
+  for (const RopeDemoResult::Group& g : r.examples) groups.push_back({g.offset, g.count, g.value, g.spread});
+  Json rotation = {{"kind", "rotation"},
+                   {"title", bilingual("RoPE turns pair k of a query or key by p theta_k at position p (Dh 64, base 10000)",
+                                       "RoPE 在位置 p 把第 k 对分量旋转 p theta_k（Dh 64，base 10000）")},
+                   {"thetas", thetas},
+                   {"positions", 128}};
+  return {{"held", r.claim_holds},
+          {"numbers", {number(bilingual("(i, j) pairs compared", "比较的 (i, j) 对数"), r.pairs),
+                       number(bilingual("largest spread of <R_i x, R_j y> within one j - i", "同一 j - i 内 <R_i x, R_j y> 的最大差"), r.max_spread),
+                       number(bilingual("largest difference from the closed form", "与闭式解的最大差"), r.max_closed_form_error),
+                       number(bilingual("the slowest pair's period (positions)", "最慢一对的周期（位置数）"), r.slowest_period)}},
+          {"figures", {std::move(rotation),
+                       table_figure(bilingual("<R_i x, R_j y> grouped by j - i: one value per offset", "按 j - i 分组的 <R_i x, R_j y>：每个偏移只有一个值"),
+                                    {bilingual("j - i", "j - i"), bilingual("pairs", "对数"), bilingual("score", "分数"),
+                                     bilingual("spread in the group", "组内最大差")},
+                                    groups),
+                       lines_figure(bilingual("score against distance m: one frequency repeats after its period, 32 do not",
+                                              "分数随距离 m 的变化：单一频率每个周期重复一次，32 个频率则不会"),
+                                    {bilingual("distance m", "距离 m"), bilingual("<x, R_m y> / (|x| |y|)", "<x, R_m y> / (|x| |y|)")},
+                                    {line_series(bilingual("one frequency (period 2048)", "单一频率（周期 2048）"), m, one),
+                                     line_series(bilingual("all 32 frequencies", "全部 32 个频率"), m, all)},
+                                    {{static_cast<double>(r.period), bilingual("period", "周期")}})}}};
+}
+
 }  // namespace sf::lessons

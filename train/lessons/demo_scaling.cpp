@@ -183,4 +183,29 @@ int run_scaling_demo(const DemoOptions& options, std::ostream& out) {
   return held ? 0 : 1;
 }
 
+Json scaling_report(const DemoOptions& options) {
+  const ScalingResult r = compute_scaling(options.seed);
+  std::vector<double> d, var_raw, var_scaled, ent_raw, ent_scaled, max_raw, max_scaled, grad_raw, grad_scaled;
+  for (const ScalingRow& row : r.rows) {
+    d.push_back(static_cast<double>(row.d_k));
+    var_raw.push_back(row.var_raw), var_scaled.push_back(row.var_scaled);
+    ent_raw.push_back(row.entropy_raw), ent_scaled.push_back(row.entropy_scaled);
+    max_raw.push_back(row.max_raw), max_scaled.push_back(row.max_scaled);
+    grad_raw.push_back(row.grad_raw), grad_scaled.push_back(row.grad_scaled);
+  }
+  const Json raw = bilingual("softmax(q.k)", "softmax(q.k)"), scaled = bilingual("softmax(q.k / sqrt(d_k))", "softmax(q.k / sqrt(d_k))");
+  const auto panel = [&](Json title, Json y_label, const std::vector<double>& a, const std::vector<double>& b, bool y_log) {
+    return lines_figure(std::move(title), {bilingual("d_k", "d_k"), std::move(y_label), true, y_log},
+                        {line_series(raw, d, a), line_series(scaled, d, b)});
+  };
+  return {{"held", scaling_held(r)},
+          {"numbers", {number(bilingual("keys T", "键的个数 T"), r.keys), number(bilingual("seeds", "随机种子数"), r.seeds),
+                       number(bilingual("entropy of uniform weights, log T", "均匀权重的熵 log T"), r.max_entropy)}},
+          {"figures", {panel(bilingual("variance of the scores", "分数的方差"), bilingual("variance", "方差"), var_raw, var_scaled, true),
+                       panel(bilingual("entropy of the weights (nats)", "权重的熵（奈特）"), bilingual("entropy", "熵"), ent_raw, ent_scaled, false),
+                       panel(bilingual("largest weight", "最大权重"), bilingual("max w", "max w"), max_raw, max_scaled, false),
+                       panel(bilingual("||dL/dq||, median over seeds", "||dL/dq||（各种子的中位数）"), bilingual("gradient norm", "梯度范数"),
+                             grad_raw, grad_scaled, true)}}};
+}
+
 }  // namespace sf::lessons

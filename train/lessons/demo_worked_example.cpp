@@ -165,15 +165,8 @@ std::string worked_example_svg(const WorkedExample& w) {
   return svg.finish();
 }
 
-}  // namespace
-
-int run_worked_example_demo(const DemoOptions& options, std::ostream& out) {
-  check_demo_svg_path(demo_svg_path(options, "worked-example"));
-  const WorkedExample w = options.text.empty() ? compute_worked_example(options.seed)
-                                               : compute_worked_example(options.seed, options.text);
-  print_worked_example(w, out);
-  save_demo_svg(options, "worked-example", worked_example_svg(w), out);
-  // The claim: every row of A sums to 1 and the notes' masked entries got weight exactly 0.
+// The claim: every row of A sums to 1 and the notes' masked entries got weight exactly 0.
+bool worked_example_held(const WorkedExample& w) {
   bool held = true;
   const std::vector<double> a = w.weights.to_vector<double>(), n = w.notes_weights.to_vector<double>();
   for (std::size_t i = 0; i < w.tokens.size(); ++i) {
@@ -183,8 +176,58 @@ int run_worked_example_demo(const DemoOptions& options, std::ostream& out) {
   }
   for (int i = 0; i < 5; ++i)
     for (int j = i + 1; j < 5; ++j) held = held && n[i * 5 + j] == 0.0;
+  return held;
+}
+
+}  // namespace
+
+int run_worked_example_demo(const DemoOptions& options, std::ostream& out) {
+  check_demo_svg_path(demo_svg_path(options, "worked-example"));
+  const WorkedExample w = options.text.empty() ? compute_worked_example(options.seed)
+                                               : compute_worked_example(options.seed, options.text);
+  print_worked_example(w, out);
+  save_demo_svg(options, "worked-example", worked_example_svg(w), out);
+  const bool held = worked_example_held(w);
   out << verdict(held) << "\n";
   return held ? 0 : 1;
+}
+
+// Every matrix in the order of the notes, one figure each: the page steps through them.
+Json worked_example_report(const DemoOptions& options) {
+  const WorkedExample w = options.text.empty() ? compute_worked_example(options.seed)
+                                               : compute_worked_example(options.seed, options.text);
+  std::vector<std::string> dims, rows5 = {"0", "1", "2", "3", "4"};
+  for (std::int64_t i = 0; i < w.x.size(1); ++i) dims.push_back("d" + std::to_string(i));
+  const auto fig = [&](const std::string& en, const std::string& zh, const Tensor& m, const std::vector<std::string>& rows,
+                       const std::vector<std::string>& cols) {
+    return heatmap_figure(bilingual(en, zh), rows, cols, matrix_rows(m), true);
+  };
+  const std::vector<std::string>& tok = w.tokens;
+  Json held_weights = fig("softmax over each row's unblocked entries", "每行只在未遮挡的位置上做 softmax", w.notes_weights, rows5, rows5);
+  held_weights["signed"] = false;
+  Json a = fig("A = softmax of each row: each row sums to 1", "A = 按行 softmax：每行之和为 1", w.weights, tok, tok);
+  a["signed"] = false;
+  return {{"held", worked_example_held(w)},
+          {"steps", true},
+          {"numbers", {number(bilingual("tokens T", "词数 T"), static_cast<std::int64_t>(tok.size())),
+                       number(bilingual("d_k", "d_k"), w.q.size(1)),
+                       number(bilingual("the scale 1/sqrt(d_k)", "缩放因子 1/sqrt(d_k)"), 1.0 / std::sqrt(static_cast<double>(w.q.size(1))))}},
+          {"figures", {fig("X: one embedding per word", "X：每个词一个嵌入向量", w.x, tok, dims),
+                       fig("W_Q: the query matrix", "W_Q：查询矩阵", w.w_q, dims, dims),
+                       fig("W_K: the key matrix", "W_K：键矩阵", w.w_k, dims, dims),
+                       fig("W_V: the value matrix", "W_V：值矩阵", w.w_v, dims, dims),
+                       fig("Q = X W_Q", "Q = X W_Q", w.q, tok, dims),
+                       fig("K = X W_K", "K = X W_K", w.k, tok, dims),
+                       fig("V = X W_V", "V = X W_V", w.v, tok, dims),
+                       fig("S = Q K^T: row i, column j = how well word i's query matches word j's key",
+                           "S = Q K^T：第 i 行第 j 列 = 词 i 的查询与词 j 的键的匹配程度", w.scores, tok, tok),
+                       fig("S / sqrt(d_k)", "S / sqrt(d_k)：缩放后的分数", w.scaled, tok, tok),
+                       std::move(a),
+                       fig("O = A V: each word's new vector, the A-weighted average of the values",
+                           "O = A V：每个词的新向量，是值向量按 A 加权的平均", w.out, tok, dims),
+                       fig("the notes' scores, on and below the diagonal (above: blocked)", "讲义中的分数：对角线及以下（以上被遮挡）",
+                           w.notes_scores, rows5, rows5),
+                       std::move(held_weights)}}};
 }
 
 }  // namespace sf::lessons

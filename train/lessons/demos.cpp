@@ -10,6 +10,7 @@
 
 #include "train/classroom/svg.h"
 #include "train/lessons/demo.h"
+#include "train/lessons/demo_texts.h"
 
 namespace sf::lessons {
 
@@ -18,36 +19,40 @@ namespace fs = std::filesystem;
 const std::vector<Demo>& demos() {
   static const std::vector<Demo> all = {
       {"path-length", "a recurrent network's gradient shrinks geometrically with distance; self-attention reaches every token in one step",
-       run_path_length_demo},
+       run_path_length_demo, path_length_report, 6},
       {"parallel", "an LSTM's T positions are a chain of T dependent steps; self-attention's chain is the same at every length",
-       run_parallel_demo},
+       run_parallel_demo, parallel_report, 1},
       {"bottleneck", "without attention the decoder knows the source through one vector: its accuracy falls as sentences grow",
-       run_bottleneck_demo},
+       run_bottleneck_demo, bottleneck_report, 31},
       {"alignment", "attention learns the alignment nobody gave it: Bahdanau's weights peak on the word being translated",
-       run_alignment_demo},
+       run_alignment_demo, alignment_report, 30},
       {"autograd", "tensors and autograd at work: y = sum(relu(x @ w)) forward and backward, dy/dw = x^T [x @ w > 0]",
-       run_autograd_demo},
+       run_autograd_demo, autograd_report, 1},
       {"worked-example", "the notes' hand computation: X, Q, K, V, scores, /sqrt(d_k), softmax per row, A V; a causal softmax",
-       run_worked_example_demo},
+       run_worked_example_demo, worked_example_report, 1},
+      {"positions", "sinusoidal positions: PE_p . PE_q depends only on p - q and is largest at p = q",
+       run_positions_demo, positions_report, 1},
+      {"masks", "a real batch's padding and causal masks: every blocked key gets attention weight exactly 0",
+       run_masks_demo, masks_report, 1},
       {"permutation", "without positions self-attention is permutation-equivariant; sinusoidal or RoPE positions break it",
-       run_permutation_demo},
+       run_permutation_demo, permutation_report, 1},
       {"collapse", "two attention layers with fixed weights and no nonlinearity are one layer (A2 A1, V1 V2); a ReLU between is not",
-       run_collapse_demo},
+       run_collapse_demo, collapse_report, 1},
       {"scaling", "without 1/sqrt(d_k) softmax(q.k) saturates as d_k grows: entropy -> 0, max weight -> 1, gradient -> 0",
-       run_scaling_demo},
+       run_scaling_demo, scaling_report, 1},
       {"lookup", "attention is a soft lookup table: a sharp query returns its key's value, one between keys blends them",
-       run_lookup_demo},
-      {"rope", "<R_i x, R_j y> depends only on j - i; one frequency collides after its period, many do not", run_rope_demo},
-      {"gqa", "MHA vs GQA vs MQA at the same width: parameters, KV-cache bytes per token, decode speed", run_gqa_demo},
+       run_lookup_demo, lookup_report, 1},
+      {"rope", "<R_i x, R_j y> depends only on j - i; one frequency collides after its period, many do not", run_rope_demo, rope_report, 1},
+      {"gqa", "MHA vs GQA vs MQA at the same width: parameters, KV-cache bytes per token, decode speed", run_gqa_demo, gqa_report, 1},
       {"crossover", "short sequences are FFN-bound, long ones attention-bound: measured times cross near T* = d_ff - 2 d_model",
-       run_crossover_demo},
+       run_crossover_demo, crossover_report, 3},
       {"extrapolation", "train on L, test on 4L: how each position scheme's loss moves past L; learned positions refuse",
-       run_extrapolation_demo},
+       run_extrapolation_demo, extrapolation_report, 90},
       {"kv-bandwidth", "a decoding step reads the whole KV cache: its time grows with the bytes, GQA/MQA read fewer; a window bounds them",
-       run_kv_bandwidth_demo},
-      {"pooling", "a sentence vector by mean pooling vs attention pooling, on real sentences", run_pooling_demo},
+       run_kv_bandwidth_demo, kv_bandwidth_report, 7},
+      {"pooling", "a sentence vector by mean pooling vs attention pooling, on real sentences", run_pooling_demo, pooling_report, 1},
       {"label-smoothing", "with label smoothing the loss bottoms out at the entropy of the smoothed target, not at 0",
-       run_label_smoothing_demo},
+       run_label_smoothing_demo, label_smoothing_report, 1},
   };
   return all;
 }
@@ -56,6 +61,33 @@ const Demo* find_demo(const std::string& name) {
   for (const Demo& d : demos())
     if (d.name == name) return &d;
   return nullptr;
+}
+
+namespace {
+
+// {"name", "claim": {en, zh}, "explain": {en, zh}, "seconds"}: what the page lists before a run.
+Json demo_entry(const Demo& d) {
+  const DemoText* text = find_demo_text(d.name);
+  if (!text) throw std::logic_error("demo " + d.name + " has no entry in demo_texts.cpp");
+  return {{"name", d.name},
+          {"claim", bilingual(d.claim, text->claim_zh)},
+          {"explain", bilingual(text->explain_en, text->explain_zh)},
+          {"seconds", d.seconds}};
+}
+
+}  // namespace
+
+Json demo_report(const Demo& demo, const DemoOptions& options) {
+  Json report = demo_entry(demo);
+  const Json numbers = demo.report(options);  // {"held", "numbers", "figures"} (and "steps")
+  for (const auto& [key, value] : numbers.items()) report[key] = value;
+  return report;
+}
+
+Json demo_list_json() {
+  Json list = Json::array();
+  for (const Demo& d : demos()) list.push_back(demo_entry(d));
+  return {{"demos", std::move(list)}};
 }
 
 std::string demo_svg_path(const DemoOptions& options, const std::string& name) {
@@ -144,9 +176,14 @@ std::string fixed(double v, int digits) {
 
 void draw_heatmap(train::SvgWriter& svg, double x, double y, double cell, const Heatmap& map) {
   using train::TextStyle;
-  svg.text(x, y - 28, map.title, {.size = train::kLabelFont, .bold = true});
+  // Column labels wider than a cell are turned 45 degrees (and the title moves up above them).
+  double widest = 0;
+  for (const std::string& label : map.col_labels) widest = std::max(widest, train::text_width(label, train::kTickFont));
+  const bool turned = widest > cell - 2;
+  svg.text(x, y - 28 - (turned ? 0.71 * widest : 0), map.title, {.size = train::kLabelFont, .bold = true});
   for (std::size_t c = 0; c < map.col_labels.size(); ++c)
-    svg.text(x + (c + 0.5) * cell, y - 8, map.col_labels[c], {.size = train::kTickFont, .anchor = "middle"});
+    svg.text(x + (c + 0.5) * cell, y - 8, map.col_labels[c],
+             {.size = train::kTickFont, .anchor = turned ? "start" : "middle", .rotate = turned ? -45.0 : 0.0});
   for (std::size_t r = 0; r < map.m.size(); ++r) {
     if (r < map.row_labels.size())
       svg.text(x - 6, y + (r + 0.5) * cell + 4, map.row_labels[r], {.size = train::kTickFont, .anchor = "end"});

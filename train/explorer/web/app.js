@@ -27,7 +27,7 @@ const state = {
   configRun: null,           // run whose config is shown
   metrics: {},               // run -> {columns, rows}
   norms: {},                 // run -> {columns, rows}
-  model: null,               // {run, checkpoint} for translate / attention / step / lessons
+  model: null,               // {run, checkpoint} for translate / attention / step
   translate: null,           // last /api/translate answer
   attention: null,           // last /api/attention answer
   at: {stack: 0, layer: 0, head: 0},
@@ -37,7 +37,7 @@ const state = {
   openRow: null,             // module row index whose details are open
   snapshots: null, snapshotsRun: null,
   ot: {index: 0, stack: 0, layer: 0, head: -1},
-  lessonKind: 'positions', lesson: null,
+  demos: null, demo: null,     // /api/demos .demos; {name, report, step} of the open demo
   tab: 'runs', shownTabs: new Set(), pollTick: 0, polling: false,
 };
 
@@ -78,6 +78,7 @@ function fmt(v, digits = 4) {
   if (typeof v !== 'number') return String(v);
   if (!Number.isFinite(v)) return String(v);
   const a = Math.abs(v);
+  if (Number.isInteger(v) && a < 1e12) return String(v);  // counts and bytes in full
   if (a !== 0 && (a < 1e-3 || a >= 1e6)) return v.toExponential(2);
   return String(Number(v.toPrecision(digits)));
 }
@@ -122,7 +123,7 @@ window.addEventListener('error', (e) => { showError('#global-error', e.error || 
 
 // getData(kind, params) -> Promise of the JSON answer of docs/explorer.md's API.
 // kinds: info, runs, metrics {run, since}, layer_norms {run, since}, snapshots {run},
-// translate {...body}, attention {...body}, step {...body}, lessons {...body}.
+// translate {...body}, attention {...body}, step {...body}, demos, demo {name, text}.
 function getData(kind, params = {}) {
   if (REPORT) return Promise.resolve().then(() => reportData(kind, params));
   const run = encodeURIComponent(params.run || '');
@@ -133,7 +134,8 @@ function getData(kind, params = {}) {
     case 'metrics': return apiFetch(`/api/runs/${run}/metrics?since=${since}`);
     case 'layer_norms': return apiFetch(`/api/runs/${run}/layer_norms?since=${since}`);
     case 'snapshots': return apiFetch(`/api/runs/${run}/snapshots`);
-    case 'translate': case 'attention': case 'step': case 'lessons':
+    case 'demos': return apiFetch('/api/demos');
+    case 'translate': case 'attention': case 'step': case 'demo':
       return apiFetch('/api/' + kind, params);
     default: return Promise.reject(new Error('getData: unknown kind ' + kind));
   }
@@ -213,15 +215,16 @@ function tickText(v, log) {
   return e >= -2 && e <= 4 ? String(Number(v.toPrecision(3))) : '1e' + e;
 }
 
-// opts: {key, title, series: [{label, color, points: [[x, y]], dash, markers}], logY,
-//        xLabel, xLabels (categorical x: labels by index), width, height}
+// opts: {key, title, series: [{label, color, points: [[x, y]], dash, markers}], logX, logY,
+//        xLabel, yLabel, xLabels (categorical x: labels by index), marks: [{x, label}] (dashed
+//        vertical lines), width, height}
 function lineChart(opts) {
   const W = opts.width || 380, H = opts.height || 220, m = {l: 54, r: 14, t: 26, b: 34};
   const wrap = el('div', {class: 'chart', 'data-chart': opts.key || ''});
   const root = svgEl('svg', {viewBox: `0 0 ${W} ${H}`, width: W, height: H, class: 'chart-svg'});
   wrap.append(root);
   svgEl('text', {x: 4, y: 15, class: 'chart-title'}, root).textContent = opts.title || '';
-  const ok = (p) => isNum(p[0]) && isNum(p[1]) && (!opts.logY || p[1] > 0);
+  const ok = (p) => isNum(p[0]) && isNum(p[1]) && (!opts.logY || p[1] > 0) && (!opts.logX || p[0] > 0);
   const series = opts.series.map((s) => ({...s, points: s.points.filter(ok).sort((a, b) => a[0] - b[0])}));
   const all = series.flatMap((s) => s.points);
   if (all.length === 0) {
@@ -229,13 +232,19 @@ function lineChart(opts) {
     return wrap;
   }
   const xs = all.map((p) => p[0]), ys = all.map((p) => p[1]);
-  const X = linearTicks(Math.min(...xs), Math.max(...xs), 5);
+  const X = opts.logX ? logTicks(Math.min(...xs), Math.max(...xs)) : linearTicks(Math.min(...xs), Math.max(...xs), 5);
   if (opts.xLabels) { X.lo = Math.min(...xs) - 0.5; X.hi = Math.max(...xs) + 0.5; }
   const Y = opts.logY ? logTicks(Math.min(...ys), Math.max(...ys)) : linearTicks(Math.min(...ys), Math.max(...ys), 4);
-  const sx = (x) => m.l + (x - X.lo) / (X.hi - X.lo) * (W - m.l - m.r);
+  const sx = opts.logX ? (x) => m.l + (Math.log10(x) - Math.log10(X.lo)) / (Math.log10(X.hi) - Math.log10(X.lo)) * (W - m.l - m.r)
+    : (x) => m.l + (x - X.lo) / (X.hi - X.lo) * (W - m.l - m.r);
   const sy = opts.logY ? (y) => H - m.b - (Math.log10(y) - Math.log10(Y.lo)) / (Math.log10(Y.hi) - Math.log10(Y.lo)) * (H - m.t - m.b)
     : (y) => H - m.b - (y - Y.lo) / (Y.hi - Y.lo) * (H - m.t - m.b);
   drawAxes(root, {W, H, m, X, Y, sx, sy, opts});
+  for (const mark of opts.marks || []) {
+    if (!(mark.x >= X.lo && mark.x <= X.hi)) continue;
+    svgEl('line', {x1: sx(mark.x), x2: sx(mark.x), y1: m.t, y2: H - m.b, class: 'mark', stroke: '#555', 'stroke-dasharray': '4 3'}, root);
+    svgEl('text', {x: sx(mark.x) + 3, y: m.t + 10, class: 'tick'}, root).textContent = mark.label;
+  }
   for (const s of series) drawSeries(root, s, sx, sy);
   addChartHover(wrap, root, {series, sx, W, H, m, X, opts});
   return wrap;
@@ -251,7 +260,7 @@ function drawAxes(root, {W, H, m, X, Y, sx, sy, opts}) {
   for (const x of xt) {
     if (x < X.lo || x > X.hi) continue;
     svgEl('line', {x1: sx(x), x2: sx(x), y1: H - m.b, y2: H - m.b + 4, class: 'axis'}, g);
-    const label = opts.xLabels ? (opts.xLabels.length > 10 ? String(x) : opts.xLabels[x]) : fmt(x, 4);
+    const label = opts.xLabels ? (opts.xLabels.length > 10 ? String(x) : opts.xLabels[x]) : X.log ? tickText(x, true) : fmt(x, 4);
     svgEl('text', {x: sx(x), y: H - m.b + 16, 'text-anchor': 'middle', class: 'tick'}, g).textContent = label;
   }
   svgEl('line', {x1: m.l, x2: W - m.r, y1: H - m.b, y2: H - m.b, class: 'axis'}, g);
@@ -259,6 +268,7 @@ function drawAxes(root, {W, H, m, X, Y, sx, sy, opts}) {
   if (opts.xLabel) {
     svgEl('text', {x: W - m.r, y: H - 4, 'text-anchor': 'end', class: 'axis-label'}, g).textContent = opts.xLabel;
   }
+  if (opts.yLabel) svgEl('text', {x: m.l + 4, y: m.t - 6, class: 'axis-label'}, g).textContent = opts.yLabel;
 }
 
 function categoricalTicks(labels, X) {
@@ -285,7 +295,8 @@ function addChartHover(wrap, root, {series, sx, W, H, m, X, opts}) {
   hit.addEventListener('mousemove', (ev) => {
     const box = root.getBoundingClientRect();
     const px = (ev.clientX - box.left) * (W / box.width);
-    const x = X.lo + (px - m.l) / (W - m.l - m.r) * (X.hi - X.lo);
+    const f = (px - m.l) / (W - m.l - m.r);
+    const x = opts.logX ? Math.pow(10, Math.log10(X.lo) + f * (Math.log10(X.hi) - Math.log10(X.lo))) : X.lo + f * (X.hi - X.lo);
     const lines = [];
     let gx = null;
     for (const s of series) {
@@ -357,26 +368,34 @@ function heatmap(matrix, opts = {}) {
   const ctx = canvas.getContext('2d');
   ctx.font = font;
   const labW = opts.rowLabels ? Math.min(140, Math.max(...opts.rowLabels.map((s) => ctx.measureText(String(s)).width), 0) + 8) : 0;
-  const labH = opts.colLabels ? Math.min(110, Math.max(...opts.colLabels.map((s) => ctx.measureText(String(s)).width), 0) * 0.75 + 14) : 0;
+  // column labels are turned 60 degrees: a label of width w rises w sin 60 and reaches w cos 60
+  // to the right of its column, so the canvas leaves that much room (no label is cut short)
+  const colW = opts.colLabels ? Math.max(...opts.colLabels.map((s) => ctx.measureText(clip(String(s), 18)).width), 0) : 0;
+  const labH = opts.colLabels ? colW * 0.87 + 14 : 0;
   const cell = opts.cell || 16;
-  const W = labW + C * cell + 2, H = labH + R * cell + 2, dpr = window.devicePixelRatio || 1;
+  const W = labW + C * cell + 2 + colW * 0.5, H = labH + R * cell + 2, dpr = window.devicePixelRatio || 1;
   canvas.width = Math.ceil(W * dpr); canvas.height = Math.ceil(H * dpr);
   canvas.style.width = W + 'px'; canvas.style.height = H + 'px';
   ctx.scale(dpr, dpr);
   ctx.font = font;
-  drawCells(ctx, matrix, {masked: opts.masked, x0: labW, y0: labH, cell, color});
+  drawCells(ctx, matrix, {masked: opts.masked, x0: labW, y0: labH, cell, color, printValues: opts.printValues});
   drawHeatmapLabels(ctx, opts, {labW, labH, cell, R, C});
   if (opts.onHover) hookHeatmapHover(canvas, {labW, labH, cell, R, C, onHover: opts.onHover});
   return canvas;
 }
 
-function drawCells(ctx, matrix, {masked, x0, y0, cell, color}) {
+function drawCells(ctx, matrix, {masked, x0, y0, cell, color, printValues}) {
   for (let i = 0; i < matrix.length; i++) {
     for (let j = 0; j < matrix[i].length; j++) {
       const v = matrix[i][j];
       const isMasked = masked && masked[i] && masked[i][j];
       ctx.fillStyle = isMasked ? hatch(ctx) : isNum(v) ? color(v) : '#f0f0f0';
       ctx.fillRect(x0 + j * cell, y0 + i * cell, cell, cell);
+      if (printValues && isNum(v)) {
+        ctx.fillStyle = isMasked ? '#555' : inkOn(ctx.fillStyle);
+        ctx.textAlign = 'center'; ctx.textBaseline = 'middle';
+        ctx.fillText(v.toFixed(2), x0 + (j + 0.5) * cell, y0 + (i + 0.5) * cell);
+      }
     }
   }
   ctx.strokeStyle = '#999'; ctx.lineWidth = 1;
@@ -399,6 +418,15 @@ function drawHeatmapLabels(ctx, opts, {labW, labH, cell, R, C}) {
       ctx.restore();
     }
   }
+}
+
+// Dark or light text on a cell of colour `rgb(r,g,b)`.
+// (A canvas reads an opaque colour back as "#rrggbb".)
+function inkOn(css) {
+  const s = String(css), hex = /^#([0-9a-f]{2})([0-9a-f]{2})([0-9a-f]{2})$/i.exec(s), rgb = /rgb\((\d+),\s*(\d+),\s*(\d+)\)/.exec(s);
+  const c = hex ? hex.slice(1).map((h) => parseInt(h, 16)) : rgb ? rgb.slice(1).map(Number) : null;
+  if (!c) return '#111';
+  return 0.299 * c[0] + 0.587 * c[1] + 0.114 * c[2] > 140 ? '#111' : '#fff';
 }
 
 function clip(s, n) { return s.length > n ? s.slice(0, n - 1) + '…' : s; }
@@ -1106,136 +1134,209 @@ function togglePlay() {
   }, 700);
 }
 
-// ---- page 6: lessons ----------------------------------------------------------------------
+// ---- page 6: lessons (the lecture's demos, train/lessons) -----------------------------------
+// GET /api/demos lists them in course order; POST /api/demo {name} returns a demo's report:
+// {claim, explain, held, numbers, figures, steps} (train/lessons/demo_report.h). Each figure kind
+// has one drawing function below; a report with "steps" shows one figure at a time.
 
-async function loadLesson() {
+// A text of a report: a string as it is, {en, zh} in the page's language.
+function tx(v) {
+  if (v === null || v === undefined) return '';
+  if (typeof v === 'object' && !Array.isArray(v)) return v[lang()] || v.en || '';
+  return String(v);
+}
+
+async function loadDemoList() {
   hideError('#ls-error');
-  for (const b of $$('#ls-kind button')) b.classList.toggle('on', b.dataset.kind === state.lessonKind);
-  const body = {kind: state.lessonKind};
-  if ($('#ls-source').value === 'run') body.run = modelFields().run; else body.config = $('#ls-config').value.trim();
+  try { state.demos = (await getData('demos')).demos; } catch (e) { showError('#ls-error', e); return; }
+  renderDemoList();
+  if (!state.demo && state.demos.length) openDemo(state.demos[0].name);
+}
+
+function renderDemoList() {
+  const box = clear($('#ls-list'));
+  for (const d of state.demos || []) {
+    box.append(el('button', {type: 'button', class: 'demo-chip' + (state.demo && state.demo.name === d.name ? ' on' : ''),
+      'data-demo': d.name, title: tx(d.claim), onclick: () => openDemo(d.name)},
+    [el('b', {text: d.name}), d.seconds > 1 ? el('span', {class: 'small', text: ' ' + t('ls.seconds', {s: d.seconds})}) : null]));
+  }
+}
+
+async function openDemo(name, text) {
+  hideError('#ls-error');
+  const entry = (state.demos || []).find((d) => d.name === name) || {name, seconds: 1};
+  state.demo = {name, report: null, step: 0};
+  renderDemoList();
+  const running = $('#ls-running');
+  running.textContent = t('ls.running', {name, s: entry.seconds});
+  running.hidden = false;
   try {
-    state.lesson = {kind: state.lessonKind, data: await getData('lessons', body)};
-  } catch (e) { state.lesson = null; showError('#ls-error', e); }
-  renderLesson();
+    const body = {name};
+    if (text) body.text = text;
+    const report = await getData('demo', body);
+    if (state.demo && state.demo.name === name) state.demo.report = report;
+  } catch (e) {
+    state.demo = null;
+    showError('#ls-error', e);
+  }
+  running.hidden = true;
+  renderDemo();
 }
 
-function renderLesson() {
-  $('#ls-result').hidden = !state.lesson;
-  if (!state.lesson) return;
-  const {kind, data} = state.lesson;
-  $('#ls-title').textContent = t('ls.kind.' + kind);
-  $('#ls-explain').textContent = t('ls.explain.' + kind);
+function renderDemo() {
+  const r = state.demo && state.demo.report;
+  $('#ls-result').hidden = !r;
+  if (!r) return;
+  $('#ls-title').textContent = r.name;
+  $('#ls-claim').textContent = tx(r.claim);
+  const verdict = $('#ls-verdict');
+  verdict.textContent = t(r.held ? 'ls.holds' : 'ls.fails');
+  verdict.className = 'verdict ' + (r.held ? 'ok' : 'bad');
+  $('#ls-explain').textContent = tx(r.explain);
+  $('#ls-text-form').hidden = r.name !== 'worked-example';
+  const numbers = clear($('#ls-numbers'));
+  if ((r.numbers || []).length) {
+    numbers.append(el('table', {class: 'table kv'}, r.numbers.map((n) => el('tr', {}, [el('th', {text: tx(n.label)}),
+      el('td', {text: typeof n.value === 'number' ? fmt(n.value) : tx(n.value)})]))));
+  }
+  const figures = r.figures || [];
+  const stepping = !!r.steps && figures.length > 1;
+  $('#ls-steps').hidden = !stepping;
   const view = clear($('#ls-view'));
-  const special = {positions: lessonPositions, schedule: lessonSchedule, label_smoothing: lessonSmoothing, rope: lessonRope, masks: lessonMasks}[kind];
-  const used = new Set();
-  if (special) view.append(...special(data, used));
-  const rest = Object.fromEntries(Object.entries(data).filter(([k]) => !used.has(k)));
-  view.append(genericView(rest));
+  if (stepping) {
+    const i = Math.min(Math.max(0, state.demo.step), figures.length - 1);
+    $('#ls-step-label').textContent = t('ls.step', {i: i + 1, n: figures.length});
+    $('#ls-prev').disabled = i === 0;
+    $('#ls-next').disabled = i === figures.length - 1;
+    view.append(demoFigure(figures[i], i));
+  } else {
+    view.append(el('div', {class: 'figure-grid'}, figures.map((f, i) => demoFigure(f, i))));
+  }
 }
 
-function lessonPositions(d, used) {
-  if (!Array.isArray(d.table)) return [];
-  used.add('table');
-  const lim = Math.max(...d.table.flat().map(Math.abs), 1e-9);
-  const color = (v) => diverging((v / lim + 1) / 2);
-  return [el('p', {class: 'meta', text: t('ls.positions_meta', {rows: d.table.length, cols: (d.table[0] || []).length})}),
-    heatmap(d.table, {cell: cellSize(Math.max(d.table.length, (d.table[0] || []).length), 8, 640), color,
-      onHover: (i, j) => { $('#ls-status').textContent = i === null ? '\u00a0' : t('ls.positions_cell', {pos: i, dim: j, v: fmt(d.table[i][j])}); }}),
-    colorBar(-lim, lim, color, t('ls.positions_axes')), el('p', {class: 'status', id: 'ls-status', text: '\u00a0'})];
+function stepDemo(delta) {
+  if (!state.demo || !state.demo.report) return;
+  const n = state.demo.report.figures.length;
+  state.demo.step = Math.min(Math.max(0, state.demo.step + delta), n - 1);
+  renderDemo();
 }
 
-function lessonSchedule(d, used) {
-  if (!Array.isArray(d.lr)) return [];
-  used.add('lr'); used.add('steps');
-  const steps = Array.isArray(d.steps) ? d.steps : d.lr.map((_, i) => i + 1);
-  return [lineChart({key: 'schedule', title: t('metric.lr'), xLabel: t('chart.step'), width: 720, height: 300,
-    series: [{label: t('metric.lr'), color: PALETTE[0], points: steps.map((s, i) => [s, d.lr[i]])}]})];
+function demoFigure(f, i) {
+  const draw = {lines: figureLines, heatmap: figureHeatmap, bars: figureBars, table: figureTable, rotation: figureRotation}[f.kind];
+  const body = draw ? draw(f, i) : el('p', {class: 'error', text: t('ls.unknown_figure', {kind: f.kind})});
+  return el('figure', {class: 'demo-figure', 'data-kind': f.kind}, [el('figcaption', {text: tx(f.title)}), body]);
 }
 
-function lessonSmoothing(d, used) {
-  const key = Array.isArray(d.distribution) ? 'distribution' : Array.isArray(d.top) ? 'top' : null;
-  if (!key) return [];
-  const dist = d[key];
-  used.add(key);
-  const rows = dist.map((e) => (typeof e === 'object' && e !== null ? e : {prob: e}));
-  const top = Math.max(...rows.map((r) => r.prob || 0), 1e-12);
-  return [el('div', {class: 'bars'}, rows.map((r) => el('div', {class: 'alt' + (r.target || r.id === d.target ? ' chosen' : '')}, [
-    el('span', {class: 'alt-piece', text: r.piece !== undefined ? r.piece : r.label !== undefined ? r.label : r.id !== undefined ? '#' + r.id : ''}),
-    el('span', {class: 'bar wide'}, [el('span', {class: 'bar-fill', style: `width:${Math.max(0.5, (r.prob / top) * 100)}%`})]),
-    el('span', {class: 'alt-prob', text: fmt(r.prob)})])))];
+function figureLines(f, i) {
+  const series = f.series.map((s, k) => ({label: tx(s.name), color: PALETTE[k % PALETTE.length], points: s.points,
+    dash: s.dashed ? '5 3' : null, markers: s.points.length <= 16}));
+  return el('div', {}, [
+    lineChart({key: 'demo-' + i, title: '', xLabel: tx(f.x_label), yLabel: tx(f.y_label), logX: f.x_log, logY: f.y_log,
+      width: 620, height: 320, series, marks: (f.marks || []).map((m) => ({x: m.x, label: tx(m.label)}))}),
+    legend(series.map((s) => ({label: s.label, color: s.color, dash: s.dash})))]);
 }
 
-function lessonRope(d, used) {
-  const out = [];
-  const num = (k) => Array.isArray(d[k]) && d[k].length && d[k].every(isNum);
-  const x = ['positions', 'offsets', 'distances'].find(num);
-  for (const k of Object.keys(d)) {
-    if (!num(k) || k === x) continue;
-    used.add(k);
-    const xs = x && d[x].length === d[k].length ? d[x] : d[k].map((_, i) => i);
-    out.push(lineChart({key: 'rope-' + k, title: k, width: 560, height: 240, xLabel: x || '',
-      series: [{label: k, color: PALETTE[out.length % PALETTE.length], points: xs.map((v, i) => [v, d[k][i]])}]}));
-  }
-  if (x) used.add(x);
-  return out.length ? [el('div', {class: 'chart-grid two'}, out)] : [];
+function figureHeatmap(f) {
+  if (f.cells) return tokenGrid(f);
+  const values = f.values, R = values.length, C = R ? values[0].length : 0;
+  const finite = values.flat().filter(isNum);
+  const lim = Math.max(...finite.map(Math.abs), 1e-12), lo = Math.min(...finite), hi = Math.max(...finite);
+  const color = f.signed ? (v) => diverging((v / lim + 1) / 2) : (v) => blue((v - lo) / (hi - lo || 1));
+  const rows = f.rows.map(tx), cols = f.cols.map(tx);
+  const status = el('p', {class: 'status', text: '\u00a0'});
+  const cell = C <= 8 ? 44 : cellSize(Math.max(C, R / 2), 30, 1100);
+  const map = heatmap(values, {masked: f.masked, rowLabels: rows, colLabels: C <= 80 ? cols : undefined, cell, color,
+    printValues: cell >= 28, onHover: (r, c) => {
+      if (r === null) { status.textContent = '\u00a0'; return; }
+      const token = f.cells && f.cells[r] ? ' (' + f.cells[r][c] + ')' : '';
+      status.textContent = t('ls.cell', {row: rows[r], col: cols[c] + token, v: fmt(values[r][c])});
+    }});
+  return el('div', {}, [el('div', {class: 'scroll-x'}, [map]),
+    f.signed ? colorBar(-lim, lim, color) : colorBar(lo, hi, color), f.masked ? el('div', {class: 'legend'}, [maskedKey()]) : null, status]);
 }
 
-function lessonMasks(d, used) {
-  const out = [];
-  for (const [k, v] of Object.entries(d)) {
-    if (!isBoolMatrix(v)) continue;
-    used.add(k);
-    out.push(el('div', {class: 'mask-block'}, [el('h4', {text: k}),
-      heatmap(v.map((r) => r.map((b) => (b ? 0 : 1))), {masked: v, min: 0, max: 1, cell: cellSize(v[0].length, 18, 480),
-        rowLabels: labelsFor(d, k, 'rows', v.length), colLabels: labelsFor(d, k, 'cols', v[0].length)})]));
-  }
-  if (out.length) out.push(el('div', {class: 'legend'}, [maskedKey()]));
-  return out;
+// A mask over tokens (a heatmap with "cells"): each row's tokens in a table, a masked cell hatched.
+function tokenGrid(f) {
+  return el('div', {class: 'scroll-x'}, [el('table', {class: 'table token-grid'}, [
+    el('tr', {}, [el('th'), ...f.cols.map((c) => el('th', {text: tx(c)}))]),
+    ...f.cells.map((row, r) => el('tr', {}, [el('th', {text: tx(f.rows[r])}),
+      ...row.map((token, c) => el('td', {class: f.masked && f.masked[r][c] ? 'masked-cell' : '', text: token}))]))]),
+  el('div', {class: 'legend'}, [maskedKey()])]);
 }
 
-function isBoolMatrix(v) { return Array.isArray(v) && v.length > 0 && Array.isArray(v[0]) && v[0].length > 0 && typeof v[0][0] === 'boolean'; }
-function isNumMatrix(v) { return Array.isArray(v) && v.length > 0 && Array.isArray(v[0]) && v[0].length > 0 && v.every((r) => Array.isArray(r) && r.every((x) => isNum(x) || x === null)); }
-
-function labelsFor(d, key, which, n) {
-  const cand = d[key + '_' + which] || (which === 'cols' ? d.keys || d.tokens : d.queries || d.tokens);
-  return Array.isArray(cand) && cand.length === n && !Array.isArray(cand[0]) ? cand.map(String) : undefined;
+// Horizontal bars, one row per label and one bar per series; on a log scale the bar's length is
+// log10(value) above a floor a decade below the smallest positive value.
+function figureBars(f) {
+  const W = 620, labW = 170, rowH = 16 * Math.max(1, f.series.length) + 8, H = 20 + rowH * f.labels.length;
+  const root = svgEl('svg', {viewBox: `0 0 ${W} ${H}`, width: W, height: H, class: 'chart-svg'});
+  const all = f.series.flatMap((s) => s.values).filter(isNum);
+  const positive = all.filter((v) => v > 0);
+  const floor = f.log ? Math.pow(10, Math.floor(Math.log10(Math.min(...positive, 1))) - 1) : 0;
+  const top = Math.max(...all, floor * 10);
+  const span = W - labW - 70;
+  const len = f.log ? (v) => (v <= floor ? 0 : span * (Math.log10(v) - Math.log10(floor)) / (Math.log10(top) - Math.log10(floor)))
+    : (v) => span * Math.max(0, v) / (top || 1);
+  f.labels.forEach((label, r) => {
+    const y0 = 14 + r * rowH;
+    svgEl('text', {x: labW - 6, y: y0 + rowH / 2, 'text-anchor': 'end', class: 'tick'}, root).textContent = clip(tx(label), 28);
+    f.series.forEach((s, k) => {
+      const v = s.values[r], y = y0 + k * 16;
+      svgEl('rect', {x: labW, y, width: Math.max(0.5, len(v)), height: 12, fill: PALETTE[k % PALETTE.length]}, root);
+      svgEl('text', {x: labW + len(v) + 4, y: y + 10, class: 'tick'}, root).textContent = fmt(v);
+    });
+  });
+  if (f.log) svgEl('text', {x: W - 4, y: 10, 'text-anchor': 'end', class: 'axis-label'}, root).textContent = 'log10';
+  return el('div', {}, [root, f.series.length > 1 ? legend(f.series.map((s, k) => ({label: tx(s.name), color: PALETTE[k % PALETTE.length]}))) : null]);
 }
 
-// Any other JSON: numbers and strings as a table, number lists as charts, matrices as heatmaps,
-// lists of strings as pieces, lists of objects as tables.
-function genericView(obj) {
-  const box = el('div', {class: 'generic'});
-  const scalars = Object.entries(obj).filter(([, v]) => v === null || typeof v !== 'object');
-  if (scalars.length) {
-    box.append(el('table', {class: 'table kv'}, scalars.map(([k, v]) => el('tr', {}, [el('th', {text: k}), el('td', {text: fmt(v)})]))));
-  }
-  for (const [k, v] of Object.entries(obj)) {
-    if (v === null || typeof v !== 'object') continue;
-    box.append(genericEntry(k, v));
-  }
-  return box;
+function figureTable(f) {
+  const cell = (v) => (typeof v === 'number' ? fmt(v) : typeof v === 'boolean' ? String(v) : tx(v));
+  return el('div', {class: 'scroll-x'}, [el('table', {class: 'table'}, [el('tr', {}, f.columns.map((c) => el('th', {text: tx(c)}))),
+    ...f.rows.map((row) => el('tr', {}, row.map((v) => el('td', {text: cell(v)}))))])]);
 }
 
-function genericEntry(k, v) {
-  if (Array.isArray(v) && v.length && v.every(isNum)) {
-    return lineChart({key: 'g-' + k, title: k, width: 560, height: 220, series: [{label: k, color: PALETTE[0], points: v.map((y, i) => [i, y])}]});
-  }
-  if (isNumMatrix(v)) {
-    return el('div', {}, [el('h4', {text: k}), heatmap(v, {cell: cellSize(v[0].length, 16, 600)})]);
-  }
-  if (isBoolMatrix(v)) {
-    return el('div', {}, [el('h4', {text: k}), heatmap(v.map((r) => r.map((b) => (b ? 0 : 1))), {masked: v, min: 0, max: 1, cell: cellSize(v[0].length, 16, 600)})]);
-  }
-  if (Array.isArray(v) && v.every((x) => typeof x === 'string')) {
-    return el('div', {}, [el('h4', {text: k}), el('div', {class: 'pieces'}, v.map((p) => el('span', {class: 'piece', text: p})))]);
-  }
-  if (Array.isArray(v) && v.length && v.every((x) => x && typeof x === 'object' && !Array.isArray(x))) {
-    const cols = [...new Set(v.flatMap((x) => Object.keys(x)))];
-    return el('div', {}, [el('h4', {text: k}), el('table', {class: 'table'}, [el('tr', {}, cols.map((c) => el('th', {text: c}))),
-      ...v.slice(0, 200).map((x) => el('tr', {}, cols.map((c) => el('td', {text: typeof x[c] === 'object' ? JSON.stringify(x[c]) : fmt(x[c])}))))])]);
-  }
-  if (!Array.isArray(v)) return el('div', {class: 'sub'}, [el('h4', {text: k}), genericView(v)]);
-  return el('div', {}, [el('h4', {text: k}), el('pre', {class: 'config', text: JSON.stringify(v).slice(0, 2000)})]);
+// RoPE's rotating pairs: one unit circle per pair k with the arrow at angle p theta_k; a slider
+// (and a play button) moves p. Fast pairs spin, slow pairs barely move.
+function figureRotation(f) {
+  const ks = [...new Set([0, 1, 2, 4, 8, 12, 16, f.thetas.length - 1])].filter((k) => k < f.thetas.length);
+  const R = 46, W = ks.length * (2 * R + 24), H = 2 * R + 60;
+  const root = svgEl('svg', {viewBox: `0 0 ${W} ${H}`, width: W, height: H, class: 'chart-svg rotation'});
+  const arrows = ks.map((k, n) => {
+    const cx = R + 12 + n * (2 * R + 24), cy = R + 12;
+    svgEl('circle', {cx, cy, r: R, fill: 'none', stroke: '#bbb'}, root);
+    svgEl('line', {x1: cx - R, x2: cx + R, y1: cy, y2: cy, stroke: '#eee'}, root);
+    const line = svgEl('line', {x1: cx, y1: cy, x2: cx + R, y2: cy, stroke: PALETTE[n % PALETTE.length], 'stroke-width': 3}, root);
+    const label = svgEl('text', {x: cx, y: cy + R + 18, 'text-anchor': 'middle', class: 'tick'}, root);
+    label.textContent = 'k = ' + k;
+    svgEl('title', {}, label).textContent = t('ls.pair', {k, theta: fmt(f.thetas[k]), period: fmt(2 * Math.PI / f.thetas[k])});
+    return {k, cx, cy, line};
+  });
+  const slider = el('input', {type: 'range', min: 0, max: f.positions, value: 0, class: 'wide'});
+  const readout = el('span', {class: 'status'});
+  const draw = () => {
+    const p = +slider.value;
+    readout.textContent = t('ls.position') + ' = ' + p;
+    for (const a of arrows) {
+      const angle = p * f.thetas[a.k];
+      a.line.setAttribute('x2', a.cx + R * Math.cos(angle));
+      a.line.setAttribute('y2', a.cy - R * Math.sin(angle));
+    }
+  };
+  slider.addEventListener('input', draw);
+  let timer = null;
+  const play = el('button', {type: 'button', text: t('ls.play')});
+  play.addEventListener('click', () => {
+    if (timer) { clearInterval(timer); timer = null; play.textContent = t('ls.play'); return; }
+    play.textContent = t('ls.pause');
+    timer = setInterval(() => {
+      if (!document.body.contains(slider)) { clearInterval(timer); timer = null; return; }
+      slider.value = (+slider.value + 1) % (f.positions + 1);
+      draw();
+    }, 120);
+  });
+  draw();
+  return el('div', {}, [root, el('div', {class: 'row'}, [play, slider, readout]),
+    el('p', {class: 'hint small', text: ks.map((k) => t('ls.pair', {k, theta: fmt(f.thetas[k], 3), period: fmt(2 * Math.PI / f.thetas[k], 3)})).join(' · ')})]);
 }
 
 // ---- tabs, language, start-up ---------------------------------------------------------------
@@ -1244,7 +1345,7 @@ const ON_FIRST_SHOW = {
   translate: () => { if (REPORT || state.model) runTranslate(); },
   attention: () => { if (REPORT || state.model) runAttention(); },
   training: () => loadSnapshots(),
-  lessons: () => loadLesson(),
+  lessons: () => loadDemoList(),
 };
 
 function showTab(name) {
@@ -1270,7 +1371,8 @@ function rerender() {
   if (state.attention) renderAttention();
   if (state.step) renderStep();
   if (state.snapshotsRun) { renderSnapshots(); renderNorms('#ot-norms', state.snapshotsRun); }
-  if (state.lesson) renderLesson();
+  if (state.demos) renderDemoList();
+  if (state.demo) renderDemo();
   fillModelSelect();
   for (const b of $$('.lang-switch button')) b.classList.toggle('on', b.dataset.lang === lang());
   $('#ot-play').textContent = t(playTimer ? 'ot.pause' : 'ot.play');
@@ -1296,9 +1398,9 @@ function wireEvents() {
   wireAttentionSelects();
   wireStepEvents();
   wireTrainingEvents();
-  for (const b of $$('#ls-kind button')) b.addEventListener('click', () => { state.lessonKind = b.dataset.kind; loadLesson(); });
-  $('#ls-go').addEventListener('click', loadLesson);
-  $('#ls-source').addEventListener('change', () => { $('.ls-config-label').hidden = $('#ls-source').value === 'run'; });
+  $('#ls-prev').addEventListener('click', () => stepDemo(-1));
+  $('#ls-next').addEventListener('click', () => stepDemo(1));
+  $('#ls-text-form').addEventListener('submit', (e) => { e.preventDefault(); openDemo('worked-example', $('#ls-text').value.trim()); });
   $('#runs-norms-run').addEventListener('change', showRunsNorms);
 }
 

@@ -98,9 +98,10 @@ TEST_CASE("demo registry lists every demo in course order with a one-line claim"
     CHECK(d.report);
     CHECK(find_demo(d.name) == &d);
   }
-  CHECK(names == std::vector<std::string>{"path-length", "parallel", "bottleneck", "alignment", "autograd", "worked-example", "positions",
-                                          "masks", "permutation", "collapse", "scaling", "lookup", "rope", "gqa", "crossover", "extrapolation", "kv-bandwidth",
-                                          "pooling", "label-smoothing"});
+  CHECK(names == std::vector<std::string>{"path-length", "parallel", "bottleneck", "alignment", "autograd", "worked-example",
+                                          "positions", "masks", "permutation", "collapse", "scaling", "lookup", "rope", "gqa",
+                                          "crossover", "extrapolation", "kv-bandwidth", "attribution", "pooling",
+                                          "label-smoothing"});
   CHECK(find_demo("label_smoothing") == nullptr);
   CHECK(demo_svg_path({}, "lookup") == "demo-lookup.svg");
 }

@@ -47,6 +47,9 @@ int run_demo(const DemoArgs& a) {
   const lessons::Demo* demo = lessons::find_demo(a.name);
   if (!demo) throw std::invalid_argument("demo: unknown demo '" + a.name + "', expected one of " + demo_names());
   if (!a.options.out.empty()) lessons::check_demo_svg_path(a.options.out);
+  if (!a.options.checkpoint.empty() && demo->name != "attribution")
+    throw std::invalid_argument("demo " + demo->name + ": --checkpoint is read by attribution only, got --checkpoint " +
+                                a.options.checkpoint);
   if (!a.options.text.empty() && demo->name != "worked-example")
     throw std::invalid_argument("demo " + demo->name + ": --text is read by worked-example only, got --text \"" +
                                 a.options.text + "\"");
@@ -72,6 +75,8 @@ Command add_demo_command(CLI::App& app) {
   cmd->add_flag("--json", a->json, "Print the report the explorer's Lessons page draws (JSON: claim, verdict, numbers, figures) instead of text and SVG");
   cmd->add_option("--seed", a->options.seed, "Where every random draw starts (default 0; lookup and label-smoothing draw nothing)");
   cmd->add_option("--text", a->options.text, "The sentence a demo reads (worked-example; default 我 喜欢 学 注意力 机制)");
+  cmd->add_option("--checkpoint", a->options.checkpoint,
+                  "A trained Multi30k de-en encoder-decoder checkpoint (attribution: scores it against hand alignments)");
   cmd->add_option("--corpora", a->options.corpora, "Where the shipped corpora are (default: the project's data/corpora; pooling reads them)");
   cmd->footer("Demos, in course order (every one writes an SVG):\n" + demo_list());
   return {cmd, [a] { return run_demo(*a); }};

@@ -26,6 +26,7 @@ struct DemoOptions {
   std::uint64_t seed = 0;     // every random draw of the demo starts here
   std::string corpora;        // where the shipped corpora are ("" = the project's data/corpora)
   std::string text;           // the sentence a demo reads ("" = its own; worked-example)
+  std::string checkpoint;     // a trained model a demo reads ("" = none; attribution's translator)
 };
 
 // One demo: its name (what `scratchformer demo NAME` takes), the claim it shows in one line, and
@@ -123,6 +124,7 @@ int run_kv_bandwidth_demo(const DemoOptions& options, std::ostream& out);     //
 int run_extrapolation_demo(const DemoOptions& options, std::ostream& out);    // demo_extrapolation.cpp
 int run_positions_demo(const DemoOptions& options, std::ostream& out);        // demo_positions.cpp
 int run_masks_demo(const DemoOptions& options, std::ostream& out);            // demo_masks.cpp
+int run_attribution_demo(const DemoOptions& options, std::ostream& out);      // demo_attribution.cpp
 
 // The reports, each beside its run function (the same file, the same compute function).
 Json path_length_report(const DemoOptions& options);
@@ -141,6 +143,7 @@ Json crossover_report(const DemoOptions& options);
 Json extrapolation_report(const DemoOptions& options);
 Json positions_report(const DemoOptions& options);
 Json masks_report(const DemoOptions& options);
+Json attribution_report(const DemoOptions& options);
 Json kv_bandwidth_report(const DemoOptions& options);
 Json pooling_report(const DemoOptions& options);
 Json label_smoothing_report(const DemoOptions& options);

@@ -269,6 +269,24 @@ constexpr Entry kEntries[] = {
      "T 较长时耗时随 T 增长，键/值头越少的变体读的字节越少，线也越低；第一张表用字节数除以时间，"
      "可以与同一次运行中简单读内存循环测出的带宽对照。第二张表展示滑动窗口的作用："
      "大小为 W 的环形缓存不论生成多少词元，占用的字节都不变，而完整的缓存每生成一个词元就增加一个位置。"},
+    {"attribution",
+     "注意力权重并不天然就是解释：在反转任务（真实对齐已知）和一个训练好的翻译模型（对照人工标注的词对齐）上，"
+     "对每个头的注意力、注意力 rollout、梯度 x 输入、积分梯度和头消融打分，看它们有多少次指向真正对齐的源端词元",
+     "For every target word each method names the source token it credits most, and the demo scores how often that "
+     "is the truly aligned token: on the reverse task, where the alignment is known exactly, and on a trained "
+     "translator, against a word alignment annotated by hand. A head's weights say where it reads from, not how much "
+     "the output depends on what it read: the value vectors, the other heads, the residual path and the later layers "
+     "all stand in between, and a head can attend to a token that hardly matters. Attention rollout multiplies the "
+     "layers' weights (with the residual) to follow information through the stack; gradient x input and integrated "
+     "gradients measure how the output changes with each source embedding; head ablation switches heads off and "
+     "watches what changes. Compare the scores across methods and across the two settings rather than trusting any "
+     "single head's picture.",
+     "对每个目标词，每种方法都指出它认为贡献最大的源端词元，演示统计这个词元有多少次正是真正对齐的那个："
+     "一次在反转任务上（对齐完全已知），一次在训练好的翻译模型上（对照人工标注的词对齐）。"
+     "一个头的权重说明它从哪里读，而不说明输出有多依赖它读到的东西：中间隔着值向量、其他的头、残差通路和后面的层，"
+     "一个头可能关注一个几乎不起作用的词元。注意力 rollout 把各层的权重（连同残差）相乘，追踪信息在层间的流动；"
+     "梯度 x 输入和积分梯度衡量输出随每个源端嵌入如何变化；头消融关掉某些头，看结果有什么变化。要在不同方法之间、"
+     "在两种设定之间比较这些得分，而不是只相信某一个头画出来的图。"},
     {"pooling",
      "在真实句子上，用平均池化与注意力池化得到句向量",
      "The bars are each position's weight in the sentence vector of one real Tatoeba sentence, padded to the batch's "

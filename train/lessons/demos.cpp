@@ -50,6 +50,8 @@ const std::vector<Demo>& demos() {
        run_extrapolation_demo, extrapolation_report, 90},
       {"kv-bandwidth", "a decoding step reads the whole KV cache: its time grows with the bytes, GQA/MQA read fewer; a window bounds them",
        run_kv_bandwidth_demo, kv_bandwidth_report, 7},
+      {"attribution", "attention weights are not an explanation: attention, rollout, gradient x input, integrated gradients and head ablation against a known alignment",
+       run_attribution_demo, attribution_report, 10},
       {"pooling", "a sentence vector by mean pooling vs attention pooling, on real sentences", run_pooling_demo, pooling_report, 1},
       {"label-smoothing", "with label smoothing the loss bottoms out at the entropy of the smoothed target, not at 0",
        run_label_smoothing_demo, label_smoothing_report, 1},

@@ -3,6 +3,7 @@
 // demo's own run on the reverse task shows what its claims say.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
 #include <sstream>
 
 #include "data/corpus.h"
@@ -63,6 +64,14 @@ TEST_CASE("attribution: a translator's checkpoint is scored against the hand ali
   for (const std::string& problem : sf::test::report_problems(attribution_json(r))) FAIL_CHECK(problem);
   sf::test::check_one_line_error(sf::test::run_cli(std::vector<std::string>{"demo", "rope", "--checkpoint", "x.safetensors"}),
                                  {"--checkpoint is read by attribution only"});
+  // the same methods from the command line: attention --attribution prints them and draws them
+  const sf::test::CliResult cli = sf::test::run_cli(std::vector<std::string>{
+      "attention", "--checkpoint", tmp / "run/checkpoint-last.safetensors", "--src", "ka zu ra", "--attribution",
+      "--out-dir", tmp / "at", "--lang", "en"});
+  INFO(cli.out << cli.err);
+  REQUIRE(cli.status == 0);
+  CHECK_THAT(cli.out, Catch::Contains("integrated") && Catch::Contains("head ablation") && Catch::Contains("layer 1 head 4"));
+  CHECK(std::filesystem::file_size(tmp / "at/attribution.svg") > 1000);
 }
 
 TEST_CASE("attribution: on the reverse task attention finds the alignment, the head that matters most does not, and "

@@ -157,6 +157,7 @@ TEST_CASE("explorer: limits on every input are a 400 with one line of JSON", "[e
       {"translate", deep, "nests deeper than 32"},
       {"translate", std::string(sf::explorer::kMaxBodyBytes + 1, ' '), "over the limit of 65536"},
       {"attention", "{" + ok + R"("text": "a", "beam": 4})", "unknown field 'beam'"},
+      {"attribution", "{" + ok + R"("text": "a", "beam": 4})", "/api/attribution: unknown field 'beam'"},
       {"step", R"({"config": "a.toml", "run": "r1"})", "give one of"},
       {"step", R"({"run": "r1", "detail_values": 17})", "'detail_values' must be in 0..16"},
       {"step", R"({"run": "r1", "set": ["run.dir=/etc"]})", "expected model.KEY=VALUE"},

@@ -518,3 +518,32 @@ TEST_CASE("explorer attention on an rnn: its alignment as the one cross stack, t
   CHECK(forced.at("teacher_forced").get<bool>());
   CHECK(forced.at("stacks")[0].at("queries").size() == im.tokenizers->tgt.encode("co mi be").size() + 1);  // and </s>
 }
+
+TEST_CASE("explorer attribution: every method and head as [T][S] over the same tokens, errors one line", "[explorer][attribution]") {
+  const train::InferenceModel& im = tiny_model();
+  const Json a = explorer::attribution(im, "be mi ka", std::nullopt);
+  const std::size_t S = a.at("source").size(), T = a.at("target").size();
+  REQUIRE(S > 0);
+  REQUIRE(T > 0);
+  CHECK(a.at("target").back() == "</s>");
+  REQUIRE(a.at("methods").size() == 4);
+  for (const Json& m : a.at("methods")) {
+    REQUIRE(m.at("values").size() == T);
+    for (const Json& row : m.at("values")) CHECK(row.size() == S);
+  }
+  const std::size_t heads = static_cast<std::size_t>(im.config.model.decoder_layers * im.config.model.n_heads);
+  REQUIRE(a.at("heads").size() == heads);
+  for (const Json& h : a.at("heads")) {
+    CHECK(h.at("drop").size() == T);
+    for (const Json& row : h.at("weights")) {
+      double sum = 0;
+      for (const Json& v : row) sum += v.get<double>();
+      CHECK(sum == Approx(1.0).margin(1e-5));  // a distribution over the source
+    }
+  }
+  // teacher forcing: the target given is the target scored
+  const Json forced = explorer::attribution(im, "be mi ka", std::string("ka mi be"));
+  CHECK(forced.at("teacher_forced") == true);
+  CHECK(forced.at("translation") == "ka mi be");
+  CHECK_THROWS_AS(explorer::attribution(im, "", std::nullopt), std::invalid_argument);
+}

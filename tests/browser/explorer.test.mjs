@@ -243,6 +243,19 @@ async function checkAttention(a, page, watch, url, run) {
   check('the model view shows layers x heads thumbnails for every stack', JSON.stringify(grids) === JSON.stringify(want),
     `page: ${JSON.stringify(grids)}\napi:  ${JSON.stringify(want)}`);
   await checkHover(page, answer);
+  // attention beside attribution: every method and every cross-attention head can be shown
+  await page.$eval('#ab-go', (b) => b.click());
+  await page.waitForFunction(() => !document.querySelector('#ab-result').hidden || !document.querySelector('#ab-error').hidden, {timeout: WAIT_MS});
+  const methods = await page.$$eval('#ab-method option', (os) => os.map((o) => o.value));
+  let drawn = 0;
+  for (const m of methods) {
+    await page.select('#ab-method', m);
+    drawn += await page.$$eval('#ab-view canvas.heatmap', (cs) => cs.length);
+  }
+  const heads = answer.stacks.filter((s) => s.kind === 'cross').reduce((n, s) => n + s.layers * s.heads, 0);
+  check('attribution: four methods and every cross-attention head drawn, and the ablation bars',
+    methods.length === 4 + heads && drawn === methods.length && (await page.$$eval('#ab-ablation rect', (r) => r.length)) === heads,
+    `${methods.length} choices, ${drawn} drawn, ${heads} heads`);
   const problems = [...watch.take(), ...(await visibleErrors(page))];
   check('the attention page gave no console error', problems.length === 0, problems.join('\n'));
   await screenshot(a, page, 'attention');

@@ -66,8 +66,8 @@ void check_config_ref(const ex::ConfigRef& r) {
 void check_body(const std::string& route, std::string_view body) {
   const ex::Json json = ex::parse_body(body);
   if (route == "translate") check_translate(ex::translate_body(json));
-  if (route == "attention") {
-    const ex::AttentionBody b = ex::attention_body(json);
+  if (route == "attention" || route == "attribution") {
+    const ex::AttentionBody b = route == "attention" ? ex::attention_body(json) : ex::attribution_body(json);
     check_text(b.text);
     if (b.target) check_text(*b.target);
   }

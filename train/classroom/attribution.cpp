@@ -7,7 +7,10 @@
 
 #include "autograd/node.h"
 #include "autograd/ops.h"
+#include "data/corpus.h"
+#include "data/tokenizer.h"
 #include "nn/model.h"
+#include "train/eval/decode.h"
 
 namespace sf::train {
 
@@ -188,6 +191,56 @@ Attribution attribute(nn::Seq2SeqTransformer& model, const Tensor& src, const Te
   a.integrated = integrated_gradients(model, x_tok, src, tgt_in, tgt_out, steps);
   a.ablation = head_ablation(model, src, tgt_in, tgt_out, a.log_prob);
   return a;
+}
+
+namespace {
+
+std::vector<std::int64_t> sentence_ids(const data::Tokenizer& tok, const std::string& text, const char* field,
+                                       std::int64_t max_tokens) {
+  std::size_t bad = 0;
+  if (!data::valid_utf8(text, &bad))
+    throw std::invalid_argument(std::string("attribution: ") + field + " is not valid UTF-8 (byte " + std::to_string(bad + 1) + ")");
+  const std::vector<std::int64_t> ids = tok.encode(text);
+  if (ids.empty()) throw std::invalid_argument(std::string("attribution: ") + field + " has no tokens (it is empty)");
+  if (static_cast<std::int64_t>(ids.size()) > max_tokens)
+    throw std::invalid_argument(std::string("attribution: ") + field + " is " + std::to_string(ids.size()) +
+                                " tokens; the model takes at most " + std::to_string(max_tokens));
+  return ids;
+}
+
+}  // namespace
+
+SentenceAttribution attribute_sentence(const InferenceModel& im, const std::string& source,
+                                       const std::optional<std::string>& target, const char* source_field,
+                                       const char* target_field, std::int64_t steps) {
+  auto* model = dynamic_cast<nn::Seq2SeqTransformer*>(im.model.get());
+  if (!model)
+    throw std::invalid_argument("attribution: this is a model.arch " + im.config.model.arch +
+                                " model; attribution credits source tokens with target tokens, so it needs an "
+                                "encoder-decoder Transformer (arch encoder-decoder)");
+  const data::Tokenizers& tok = *im.tokenizers;
+  const std::int64_t limit = im.config.model.max_len - 2;
+  const std::vector<std::int64_t> src_ids = sentence_ids(tok.src, source, source_field, limit);
+  const auto S = static_cast<std::int64_t>(src_ids.size());
+  SentenceAttribution r;
+  std::vector<std::int64_t> y;
+  if (target) {
+    y = sentence_ids(tok.tgt, *target, target_field, limit);
+    r.teacher_forced = true;
+  } else {
+    const NoGradGuard no_grad;
+    y = greedy_decode(*model, from_vector(src_ids, {1, S}), DecodeOptions{}).at(0);
+    if (static_cast<std::int64_t>(y.size()) > limit) y.resize(static_cast<std::size_t>(limit));
+  }
+  r.translation = tok.tgt.decode(y);
+  std::vector<std::int64_t> tgt_in = {data::kBosId}, tgt_out = y;
+  tgt_in.insert(tgt_in.end(), y.begin(), y.end());
+  tgt_out.push_back(data::kEosId);
+  for (std::int64_t id : src_ids) r.source.push_back(tok.src.id_to_piece(id));
+  for (std::int64_t id : tgt_out) r.target.push_back(tok.tgt.id_to_piece(id));
+  const auto T = static_cast<std::int64_t>(tgt_in.size());
+  r.a = attribute(*model, from_vector(src_ids, {1, S}), from_vector(tgt_in, {1, T}), from_vector(tgt_out, {1, T}), steps);
+  return r;
 }
 
 std::vector<std::int64_t> row_argmax(const Matrix& m) {

@@ -27,11 +27,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "autograd/tensor.h"
 #include "nn/seq2seq.h"
+#include "train/setup.h"
 
 namespace sf::train {
 
@@ -53,6 +55,22 @@ struct Attribution {
 // the integral. Throws std::invalid_argument for a batch other than one row or mismatched lengths.
 Attribution attribute(nn::Seq2SeqTransformer& model, const Tensor& src, const Tensor& tgt_in, const Tensor& tgt_out,
                       std::int64_t steps = 32);
+
+// One sentence of a trained encoder-decoder, as `scratchformer attention --attribution` and the
+// explorer show it: the source encoded, the target given (teacher forcing) or the greedy
+// translation, then attribute() over the pair. source_field / target_field name the inputs in
+// errors (the CLI's options or the explorer's fields). Throws std::invalid_argument for a model
+// that is not an encoder-decoder Transformer, an empty sentence or one longer than the model's
+// positions.
+struct SentenceAttribution {
+  std::vector<std::string> source, target;  // pieces; the target ends with "</s>"
+  std::string translation;                  // the target as text
+  bool teacher_forced = false;
+  Attribution a;
+};
+SentenceAttribution attribute_sentence(const InferenceModel& im, const std::string& source,
+                                       const std::optional<std::string>& target, const char* source_field = "--src",
+                                       const char* target_field = "--tgt", std::int64_t steps = 32);
 
 // The index of the largest entry of each row: the source token each target token credits most.
 std::vector<std::int64_t> row_argmax(const Matrix& m);

@@ -297,6 +297,7 @@ Response Explorer::route_post(const Request& request, const std::string& route) 
   const Json body = parse_body(request.body);
   if (route == "translate") return api_translate(translate_body(body));
   if (route == "attention") return api_attention(attention_body(body));
+  if (route == "attribution") return api_attribution(attribution_body(body));
   if (route == "step") return api_step(step_body(body));
   return api_demo(demo_body(body));
 }
@@ -311,7 +312,7 @@ Response Explorer::route_api(const Request& request, const std::vector<std::stri
     require_method(request.method, request.path, false);
     return route_run_data(request, s[2], s[3]);
   }
-  if (s.size() == 2 && (s[1] == "translate" || s[1] == "attention" || s[1] == "step" || s[1] == "demo")) {
+  if (s.size() == 2 && (s[1] == "translate" || s[1] == "attention" || s[1] == "step" || s[1] == "demo" || s[1] == "attribution")) {
     require_method(request.method, request.path, true);
     return route_post(request, s[1]);
   }
@@ -400,6 +401,11 @@ Response Explorer::api_translate(const TranslateBody& body) {
 Response Explorer::api_attention(const AttentionBody& body) {
   const LockedModel model = lock_model(body.model);
   return json_response(explorer::attention(model.im(), body.text, body.target));
+}
+
+Response Explorer::api_attribution(const AttentionBody& body) {
+  const LockedModel model = lock_model(body.model);  // held: each head's ablation zeroes its weights for a moment
+  return json_response(explorer::attribution(model.im(), body.text, body.target));
 }
 
 // The config of a step or lesson: {"config": NAME in --configs} or {"run": RUN} (its

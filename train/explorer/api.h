@@ -12,7 +12,7 @@
 //   GET  /api/runs                  every run under the runs root, with its config
 //   GET  /api/runs/RUN/metrics?since=N, /layer_norms?since=N, /snapshots
 //   GET  /api/demos                 the lecture's demos: name, claim, explanation, seconds
-//   POST /api/translate, /api/attention, /api/step, /api/demo   (JSON bodies)
+//   POST /api/translate, /api/attention, /api/attribution, /api/step, /api/demo   (JSON bodies)
 //
 // What it never does: serve a file outside its embedded ones and the run directories. A path
 // segment that is ".." before or after its one decoding (%2e%2e), that still holds a '%' after it
@@ -121,6 +121,7 @@ class Explorer {
   Response api_runs();
   Response api_translate(const TranslateBody& body);
   Response api_attention(const AttentionBody& body);
+  Response api_attribution(const AttentionBody& body);
   Response api_step(const StepBody& body);
   Response api_demo(const DemoBody& body);
 

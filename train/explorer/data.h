@@ -74,6 +74,14 @@ Json translate(const train::InferenceModel& im, const TranslateRequest& req);
 // Transformer ..., got arch rnn") (its maps are per layer and head).
 Json attention(const train::InferenceModel& im, const std::string& text, const std::optional<std::string>& target);
 
+// Attention beside attribution for one sentence of an encoder-decoder Transformer
+// (train/classroom/attribution.h), the target given or the greedy translation: {source, target
+// (pieces, ending "</s>"), translation, teacher_forced, methods: [{key, values [T][S]}] (keys
+// attention_mean, rollout, gradient_input, integrated), heads: [{layer, head, weights [T][S],
+// drop [T]}] (decoder cross-attention; drop = log p(y_t) lost when the head is zeroed),
+// log_prob [T], integrated_gap [T]}. Other models: std::invalid_argument.
+Json attribution(const train::InferenceModel& im, const std::string& text, const std::optional<std::string>& target);
+
 // ---- one training step ---------------------------------------------------------------------
 
 struct StepRequest {

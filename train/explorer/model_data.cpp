@@ -6,6 +6,7 @@
 //
 // Letters: S source length, T target length, P prompt length, L layers, H heads, V vocabulary,
 // Dh head width.
+#include "train/classroom/attribution.h"
 #include "train/explorer/data.h"
 
 #include <algorithm>
@@ -256,6 +257,22 @@ Json attention(const train::InferenceModel& im, const std::string& text, const s
   for (const train::AttentionStack& s : w.stacks) stacks.push_back(stack_json(s));
   return {{"arch", im.config.model.arch}, {"translation", w.translation}, {"teacher_forced", w.teacher_forced},
           {"stacks", std::move(stacks)}};
+}
+
+Json attribution(const train::InferenceModel& im, const std::string& text, const std::optional<std::string>& target) {
+  const train::SentenceAttribution r = train::attribute_sentence(im, text, target, "text", "target");
+  Json methods = Json::array();
+  for (const auto& [key, m] : std::vector<std::pair<const char*, const train::Matrix*>>{
+           {"attention_mean", &r.a.attention_mean}, {"rollout", &r.a.rollout},
+           {"gradient_input", &r.a.gradient_input}, {"integrated", &r.a.integrated}})
+    methods.push_back({{"key", key}, {"values", *m}});
+  Json heads = Json::array();
+  for (std::size_t l = 0; l < r.a.attention.size(); ++l)
+    for (std::size_t h = 0; h < r.a.attention[l].size(); ++h)
+      heads.push_back({{"layer", l}, {"head", h}, {"weights", r.a.attention[l][h]}, {"drop", r.a.ablation[l][h]}});
+  return {{"source", r.source}, {"target", r.target}, {"translation", r.translation}, {"teacher_forced", r.teacher_forced},
+          {"methods", std::move(methods)}, {"heads", std::move(heads)}, {"log_prob", r.a.log_prob},
+          {"integrated_gap", r.a.integrated_gap}};
 }
 
 // ---- one training step -------------------------------------------------------------------------

@@ -311,14 +311,21 @@ TranslateBody translate_body(const Json& body) {
   return r;
 }
 
-AttentionBody attention_body(const Json& body) {
-  check_fields(body, "/api/attention", {"run", "checkpoint", "text", "target"});
+namespace {
+
+AttentionBody sentence_body(const Json& body, const char* route) {
+  check_fields(body, route, {"run", "checkpoint", "text", "target"});
   AttentionBody r;
   r.model = model_ref(body);
   r.text = text_field(body, "text");
   if (body.contains("target") && !body.at("target").is_null()) r.target = text_field(body, "target");
   return r;
 }
+
+}  // namespace
+
+AttentionBody attention_body(const Json& body) { return sentence_body(body, "/api/attention"); }
+AttentionBody attribution_body(const Json& body) { return sentence_body(body, "/api/attribution"); }
 
 StepBody step_body(const Json& body) {
   check_fields(body, "/api/step", {"config", "run", "set", "batch", "seed", "detail_values"});

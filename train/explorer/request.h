@@ -141,6 +141,8 @@ struct AttentionBody {
   std::optional<std::string> target;  // teacher forcing with this target; none = the model's translation
 };
 AttentionBody attention_body(const Json& body);
+// POST /api/attribution: the same fields as /api/attention.
+AttentionBody attribution_body(const Json& body);
 
 // The config of a step or a lesson: exactly one of `config` (a file name in --configs) and
 // `run`, plus the "set" overrides (<= kMaxOverrides; only model.*, train.*, data.batch_tokens,

@@ -61,7 +61,7 @@ httplib::Server::HandlerResponse answer_httplib_error(const httplib::Request& re
     status = 400;
     message = "the request body is over the limit of " + std::to_string(kMaxBodyBytes) + " bytes";
   } else if (status == 404) {
-    message = "not found: " + clip(req.target) + " (POST goes to /api/translate, attention, step or lessons)";
+    message = "not found: " + clip(req.target) + " (POST goes to /api/translate, attention, attribution, step or demo)";
   } else {
     message = "the HTTP request was refused (status " + std::to_string(status) + ")";
   }

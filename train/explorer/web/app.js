@@ -30,6 +30,7 @@ const state = {
   model: null,               // {run, checkpoint} for translate / attention / step
   translate: null,           // last /api/translate answer
   attention: null,           // last /api/attention answer
+  attribution: null,         // last /api/attribution answer
   at: {stack: 0, layer: 0, head: 0},
   step: null,                // {A: answer, B: answer}
   stepSide: 'A',
@@ -135,7 +136,7 @@ function getData(kind, params = {}) {
     case 'layer_norms': return apiFetch(`/api/runs/${run}/layer_norms?since=${since}`);
     case 'snapshots': return apiFetch(`/api/runs/${run}/snapshots`);
     case 'demos': return apiFetch('/api/demos');
-    case 'translate': case 'attention': case 'step': case 'demo':
+    case 'translate': case 'attention': case 'attribution': case 'step': case 'demo':
       return apiFetch('/api/' + kind, params);
     default: return Promise.reject(new Error('getData: unknown kind ' + kind));
   }
@@ -729,6 +730,8 @@ async function runAttention() {
     state.at = {stack: cross >= 0 ? cross : 0, layer: 0, head: 0};
     renderAttention();
   } catch (e) {
+    state.attention = null;  // an error replaces the old result, it does not sit above it
+    $('#at-result').hidden = true;
     showError('#at-error', e);
   } finally { button.disabled = false; }
 }
@@ -874,6 +877,51 @@ function thumbnail(s, si, l, h) {
     title: `${stackName(s.kind)} · ${t('at.layer_n', {i: l + 1})} · ${t('at.head_n', {i: h + 1})}`,
     onclick: () => { state.at = {stack: si, layer: l, head: h}; renderAttention(); }}, [canvas]);
   return b;
+}
+
+// ---- page 3b: attention beside attribution (POST /api/attribution) --------------------------
+
+async function runAttribution() {
+  hideError('#ab-error');
+  $('#ab-go').disabled = true;
+  $('#ab-status').textContent = t('ab.running');
+  try {
+    const target = $('#at-target').value.trim();
+    state.attribution = await getData('attribution', {...modelFields(), text: $('#at-text').value.trim(), ...(target ? {target} : {})});
+  } catch (e) {
+    state.attribution = null;  // an error replaces the old result, it does not sit above it
+    showError('#ab-error', e);
+  } finally { $('#ab-go').disabled = false; $('#ab-status').textContent = ''; }
+  renderAttribution();
+}
+
+// The choices: the four methods, then every cross-attention head.
+function attributionChoices(a) {
+  return [...a.methods.map((m) => ({key: m.key, label: t('ab.m.' + m.key), values: m.values, signed: m.key === 'gradient_input' || m.key === 'integrated'})),
+    ...a.heads.map((h, i) => ({key: 'head' + i, label: t('ab.m.head', {l: h.layer + 1, h: h.head + 1}), values: h.weights, signed: false}))];
+}
+
+function renderAttribution() {
+  const a = state.attribution;
+  $('#ab-result').hidden = !a;
+  if (!a) return;
+  const choices = attributionChoices(a);
+  const sel = $('#ab-method'), keep = sel.value;
+  clear(sel);
+  for (const c of choices) sel.append(el('option', {value: c.key, text: c.label}));
+  sel.value = choices.some((c) => c.key === keep) ? keep : 'integrated';
+  const c = choices.find((x) => x.key === sel.value);
+  const rows = a.target, cols = a.source, values = c.values.slice(0, rows.length);
+  const finite = values.flat().filter(isNum), lim = Math.max(...finite.map(Math.abs), 1e-12);
+  const color = c.signed ? (v) => diverging((v / lim + 1) / 2) : (v) => blue(v / (Math.max(...finite) || 1));
+  const cell = cellSize(Math.max(cols.length, rows.length), 32, 560);
+  const status = $('#ab-cell-status');
+  clear($('#ab-view')).append(heatmap(values, {rowLabels: rows, colLabels: cols, cell, color, printValues: cell >= 28,
+    onHover: (i, j) => { status.textContent = i === null ? '\u00a0' : t('ab.cell', {row: rows[i], col: cols[j], v: fmt(values[i][j])}); }}),
+  c.signed ? colorBar(-lim, lim, color) : colorBar(0, Math.max(...finite), color));
+  const mean = (xs) => xs.reduce((s, x) => s + x, 0) / Math.max(1, xs.length);
+  clear($('#ab-ablation')).append(figureBars({labels: a.heads.map((h) => `L${h.layer + 1} H${h.head + 1}`),
+    series: [{name: t('ab.drop'), values: a.heads.map((h) => mean(h.drop))}], log: false}));
 }
 
 // ---- page 4: inside one step ----------------------------------------------------------------
@@ -1369,6 +1417,7 @@ function rerender() {
   renderNorms('#runs-norms', $('#runs-norms-run').value);
   if (state.translate) renderTranslate();
   if (state.attention) renderAttention();
+  if (state.attribution) renderAttribution();
   if (state.step) renderStep();
   if (state.snapshotsRun) { renderSnapshots(); renderNorms('#ot-norms', state.snapshotsRun); }
   if (state.demos) renderDemoList();
@@ -1394,6 +1443,8 @@ function wireEvents() {
     runAttention();
   });
   $('#at-form').addEventListener('submit', (e) => { e.preventDefault(); runAttention(); });
+  $('#ab-go').addEventListener('click', runAttribution);
+  $('#ab-method').addEventListener('change', renderAttribution);
   $('#at-sentence').addEventListener('change', runAttention);
   wireAttentionSelects();
   wireStepEvents();

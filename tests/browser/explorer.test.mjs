@@ -253,6 +253,11 @@ async function checkAttention(a, page, watch, url, run) {
     drawn += await page.$$eval('#ab-view canvas.heatmap', (cs) => cs.length);
   }
   const heads = answer.stacks.filter((s) => s.kind === 'cross').reduce((n, s) => n + s.layers * s.heads, 0);
+  // a column label turned 60 degrees rises w sin 60 and reaches w cos 60 to the right: none is cut
+  const cut = await page.$$eval('canvas.heatmap', (cs) => cs.filter((c) => +c.dataset.labelWidth > 0 &&
+    (+c.dataset.labelUp < 0.86 * c.dataset.labelWidth || +c.dataset.labelRight < 0.5 * c.dataset.labelWidth - 1)).length);
+  const labelled = await page.$$eval('canvas.heatmap', (cs) => cs.filter((c) => +c.dataset.labelWidth > 0).length);
+  check('no rotated column label of a heatmap is cut short', labelled > 0 && cut === 0, `${cut} of ${labelled} heatmaps cut`);
   check('attribution: four methods and every cross-attention head drawn, and the ablation bars',
     methods.length === 4 + heads && drawn === methods.length && (await page.$$eval('#ab-ablation rect', (r) => r.length)) === heads,
     `${methods.length} choices, ${drawn} drawn, ${heads} heads`);

@@ -284,7 +284,9 @@ function drawSeries(root, s, sx, sy) {
   const d = s.points.map((p, i) => (i ? 'L' : 'M') + sx(p[0]).toFixed(1) + ' ' + sy(p[1]).toFixed(1)).join(' ');
   svgEl('path', {d, class: 'series', stroke: s.color, 'stroke-dasharray': s.dash || null,
     'data-series': s.label, 'data-points': s.points.length, fill: 'none'}, root);
-  if (s.markers || s.points.length <= 2) {
+  if (s.square) {  // the test set's one point: a hollow square, so it is not taken for a validation point
+    for (const p of s.points) svgEl('rect', {x: sx(p[0]) - 4, y: sy(p[1]) - 4, width: 8, height: 8, fill: '#fff', stroke: s.color, 'stroke-width': 2}, root);
+  } else if (s.markers || s.points.length <= 2) {
     for (const p of s.points) svgEl('circle', {cx: sx(p[0]), cy: sy(p[1]), r: 2.6, fill: s.color}, root);
   }
 }
@@ -336,7 +338,7 @@ function hideTooltip() { $('#tooltip').hidden = true; }
 
 function legend(items) {
   return el('div', {class: 'legend'}, items.map((it) => el('span', {class: 'legend-item'}, [
-    el('span', {class: 'swatch' + (it.dash ? ' dashed' : ''), style: `background:${it.color}; border-color:${it.color}`}),
+    el('span', {class: 'swatch' + (it.dash ? ' dashed' : '') + (it.square ? ' square' : ''), style: it.square ? `border-color:${it.color}` : `background:${it.color}; border-color:${it.color}`}),
     it.label])));
 }
 
@@ -377,6 +379,8 @@ function heatmap(matrix, opts = {}) {
   const W = labW + C * cell + 2 + colW * 0.5, H = labH + R * cell + 2, dpr = window.devicePixelRatio || 1;
   canvas.width = Math.ceil(W * dpr); canvas.height = Math.ceil(H * dpr);
   canvas.style.width = W + 'px'; canvas.style.height = H + 'px';
+  // for the browser test: the widest column label and the room left for it above and to the right
+  Object.assign(canvas.dataset, {labelWidth: colW.toFixed(1), labelUp: (labH - 14).toFixed(1), labelRight: (W - labW - C * cell - 2).toFixed(1)});
   ctx.scale(dpr, dpr);
   ctx.font = font;
   drawCells(ctx, matrix, {masked: opts.masked, x0: labW, y0: labH, cell, color, printValues: opts.printValues});
@@ -545,7 +549,7 @@ function metricSeries(metric) {
       const points = m.rows.filter((r) => (ki < 0 ? 'train' : r[ki]) === kind && isNum(r[ci])).map((r) => [r[si], r[ci]]);
       if (points.length === 0) continue;
       out.push({label: `${run} · ${t('kind.' + kind)}`, color: runColor(run), points,
-        dash: kind === 'valid' ? '5 3' : kind === 'test' ? '1 3' : null, markers: kind !== 'train'});
+        dash: kind === 'valid' ? '5 3' : kind === 'test' ? '1 3' : null, markers: kind !== 'train', square: kind === 'test'});
     }
   }
   return out;
@@ -559,7 +563,8 @@ function renderCharts() {
     grid.append(lineChart({key: metric, title: t('metric.' + metric), series, logY: LOG_METRICS.has(metric), xLabel: t('chart.step')}));
   }
   const items = state.runs.filter((r) => state.shown.has(r.name)).map((r) => ({label: r.name, color: runColor(r.name)}));
-  const kinds = [{label: t('kind.train'), color: '#555'}, {label: t('kind.valid'), color: '#555', dash: true}];
+  const kinds = [{label: t('kind.train'), color: '#555'}, {label: t('kind.valid'), color: '#555', dash: true},
+    {label: t('kind.test_final'), color: '#555', square: true}];
   clear($('#runs-legend')).append(...(items.length ? [legend(items), legend(kinds)] : [el('span', {class: 'hint', text: t('runs.none_shown')})]));
 }
 
@@ -619,7 +624,8 @@ async function poll() {
     if (normsRun && (await fetchNorms(normsRun))) {
       if (state.tab === 'runs') renderNorms('#runs-norms', normsRun); else renderNorms('#ot-norms', normsRun);
     }
-    $('#runs-poll-status').textContent = t('runs.polled', {time: new Date().toLocaleTimeString()});
+    state.lastPoll = new Date();
+    showPollTime();
   } catch (e) {
     showError('#runs-error', e);
   } finally { state.polling = false; }
@@ -691,6 +697,7 @@ function renderTranslate() {
   for (const p of a.source_pieces || []) pieces.append(el('span', {class: 'piece', text: p}));
   const cards = clear($('#tr-tokens'));
   for (const tok of a.tokens || []) cards.append(tokenCard(tok));
+  $('#tr-candidates-title').textContent = t((a.candidates || []).length > 1 ? 'tr.candidates' : 'tr.candidates_greedy');
   const body = clear($('#tr-candidates tbody'));
   (a.candidates || []).forEach((c, i) => body.append(el('tr', {class: i === 0 ? 'selected' : ''}, [
     el('td', {text: String(i + 1)}), el('td', {text: c.text}), el('td', {class: 'num', text: fmt(c.score)}),
@@ -1022,12 +1029,38 @@ function depthOrder(pick, asListed) {
   return order;
 }
 
+function showPollTime() {
+  if (!state.lastPoll) return;
+  $('#runs-poll-status').textContent = t('runs.polled', {time: state.lastPoll.toLocaleTimeString(lang() === 'zh' ? 'zh-CN' : 'en-GB')});
+}
+
+// The trace lists a module when its forward ends, so a child comes before its parent: put every
+// parent first and its children after it, in the order they ran.
+function treeOrder(rows) {
+  const byPath = new Set(rows.map((r) => r.path));
+  const kids = new Map(), roots = [];
+  for (const r of rows) {
+    let up = r.path, parent = null;
+    while (parent === null && up.lastIndexOf('.') > 0) {
+      up = up.slice(0, up.lastIndexOf('.'));
+      if (byPath.has(up)) parent = up;
+    }
+    if (parent === null) roots.push(r); else { if (!kids.has(parent)) kids.set(parent, []); kids.get(parent).push(r); }
+  }
+  roots.sort((a, b) => (b.path === '(model)') - (a.path === '(model)'));  // the whole model first
+  const out = [];
+  const visit = (r) => { out.push(r); for (const k of kids.get(r.path) || []) visit(k); };
+  roots.forEach(visit);
+  return out;
+}
+
 function renderTree() {
   for (const b of $$('#st-tree-side button')) b.classList.toggle('on', b.dataset.side === state.stepSide);
   const a = state.step[state.stepSide];
   const showParams = $('#st-show-params').checked;
-  const rows = showParams ? (a.parameters || []).map((p) => ({path: p.path, type: t('st.parameter'), depth: p.path.split('.').length - 1, grad: p}))
-    : (a.modules || []).map((m) => ({...m, grad: gradientOf(a, m.path), out: m}));
+  // parameters by their full path ("encoder.layers.0.self_attn.q_proj.weight"): no module rows around them
+  const rows = showParams ? (a.parameters || []).map((p) => ({path: p.path, type: t('st.parameter'), depth: 0, full: true, grad: p}))
+    : treeOrder((a.modules || []).map((m) => ({...m, grad: gradientOf(a, m.path), out: m})));
   const table = el('table', {class: 'table tree'});
   table.append(el('thead', {}, [el('tr', {}, [el('th', {text: t('st.col.module')}), el('th', {text: t('st.col.shape')}),
     ...(showParams ? [] : statHeads(t('st.col.output'))), ...statHeads(t('st.col.gradient'))])]));
@@ -1053,7 +1086,7 @@ function treeRows(r, i, rows, showParams) {
   const hasKids = !showParams && rows.some((x) => x.path.startsWith(r.path + '.'));
   const fold = hasKids ? el('button', {type: 'button', class: 'fold', text: state.collapsed.has(r.path) ? '▸' : '▾',
     onclick: (ev) => { ev.stopPropagation(); toggleFold(r.path); }}) : el('span', {class: 'fold'});
-  const name = r.path === '(model)' || r.depth === 0 ? r.path : shortName(r.path);
+  const name = r.full || r.path === '(model)' || r.depth === 0 ? r.path : shortName(r.path);
   const cells = [el('td', {style: `padding-left:${6 + 14 * (r.depth || 0)}px`}, [fold, el('span', {class: 'mod-name', text: name, title: r.path}),
     el('span', {class: 'mod-type', text: ' ' + (r.type || '')})]), el('td', {class: 'num', text: shapeText((r.out || r.grad || {}).shape)})];
   if (!showParams) cells.push(...statCells(r.out));
@@ -1423,6 +1456,7 @@ function rerender() {
   if (state.demos) renderDemoList();
   if (state.demo) renderDemo();
   fillModelSelect();
+  showPollTime();
   for (const b of $$('.lang-switch button')) b.classList.toggle('on', b.dataset.lang === lang());
   $('#ot-play').textContent = t(playTimer ? 'ot.pause' : 'ot.play');
 }

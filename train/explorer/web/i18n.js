@@ -31,7 +31,10 @@ const SF_STRINGS = {
     'metric.bleu': 'BLEU (validation, greedy)', 'metric.tokens_per_s': 'target tokens per second',
     'metric.grad_norm': 'gradient norm (before clipping)', 'metric.accuracy': 'accuracy',
     'runs.heading': 'Runs',
-    'runs.hint': 'Every run directory under --runs. Tick runs to overlay their curves; the curves grow every 2 s while a training writes metrics.tsv. Click a name to see its config.',
+    'runs.hint': 'Every run directory under --runs. Tick runs to overlay their curves; the curves grow every 2 s while a training writes metrics.tsv. Click a name to see its config. The train curve is the loss of one batch every train.log_every steps (noisy); valid is the whole validation set at each validation, test (squares) the test set once at the end.',
+    'runs.hint.report': 'The runs of this report, as their metrics.tsv stood when the report was written. The train curve is the loss of one batch every train.log_every steps (noisy); valid is the whole validation set at each validation, test (squares) the test set once at the end.',
+    'tr.hint.report': 'Pick one of the report\'s sentences: its translation and top-5 alternatives were computed when the report was written (a report file runs no model).',
+    'tr.candidates_greedy': 'Translation (greedy: one hypothesis)', 'kind.test_final': 'test (once, at the end)',
     'runs.col.show': 'show', 'runs.col.name': 'run', 'runs.col.arch': 'architecture', 'runs.col.task': 'task',
     'runs.col.rows': 'metric rows', 'runs.col.checkpoints': 'checkpoints', 'runs.col.modified': 'modified',
     'runs.config_of': 'Config of', 'runs.no_config': '(no config.toml)', 'runs.pick': 'click a run name',
@@ -127,7 +130,10 @@ const SF_STRINGS = {
     'metric.bleu': 'BLEU（验证集，贪心解码）', 'metric.tokens_per_s': '每秒目标词元数',
     'metric.grad_norm': '梯度范数（裁剪前）', 'metric.accuracy': '准确率',
     'runs.heading': '训练运行',
-    'runs.hint': '--runs 下的每个运行目录。勾选多个运行可叠加曲线；训练写入 metrics.tsv 时，曲线每 2 秒增长一次。点击名称查看其配置。',
+    'runs.hint': '--runs 下的每个运行目录。勾选多个运行可叠加曲线；训练写入 metrics.tsv 时，曲线每 2 秒增长一次。点击名称查看其配置。训练曲线是每 train.log_every 步记录一个批次的损失（有噪声）；验证曲线是每次验证时整个验证集的结果，测试（方块）是训练结束时在测试集上的一次结果。',
+    'runs.hint.report': '本报告中的运行，metrics.tsv 为生成报告时的内容。训练曲线是每 train.log_every 步记录一个批次的损失（有噪声）；验证曲线是每次验证时整个验证集的结果，测试（方块）是训练结束时在测试集上的一次结果。',
+    'tr.hint.report': '选择报告中的一个句子：它的译文和前 5 个候选是在生成报告时计算的（报告文件不运行模型）。',
+    'tr.candidates_greedy': '译文（贪心解码：只有一个假设）', 'kind.test_final': '测试（训练结束时一次）',
     'runs.col.show': '显示', 'runs.col.name': '运行', 'runs.col.arch': '架构', 'runs.col.task': '任务',
     'runs.col.rows': '指标行数', 'runs.col.checkpoints': '检查点', 'runs.col.modified': '修改时间',
     'runs.config_of': '配置：', 'runs.no_config': '（没有 config.toml）', 'runs.pick': '点击一个运行名称',
@@ -240,8 +246,15 @@ function t(key, vars) {
   return s;
 }
 
+// A report file (window.SF_REPORT_DATA) has no live server: a label with a "KEY.report" text
+// says what the file shows instead of what a live page does.
 function applyI18n(root) {
-  for (const e of root.querySelectorAll('[data-i18n]')) e.textContent = t(e.dataset.i18n);
+  const report = typeof window.SF_REPORT_DATA === 'object' && window.SF_REPORT_DATA !== null;
+  const strings = SF_STRINGS[lang()] || SF_STRINGS.en;
+  for (const e of root.querySelectorAll('[data-i18n]')) {
+    const key = e.dataset.i18n;
+    e.textContent = t(report && (key + '.report') in strings ? key + '.report' : key);
+  }
   for (const e of root.querySelectorAll('[data-i18n-title]')) e.title = t(e.dataset.i18nTitle);
   document.title = t('app.title');
 }

@@ -1,6 +1,7 @@
 // The explorer under a class at once: the real HTTP server (train/explorer/server.h)
 // on loopback, port 0, with a tiny model trained for the test, and 30 client threads that each
-// send 20 requests of each kind (translate, attention, a static file, metrics). Every answer
+// send 20 requests of each kind (translate, attention, the page, a static file, the demo list,
+// metrics) and one attention-beside-attribution request (a few backward passes). Every answer
 // must equal a reference: the translation is what `scratchformer translate` prints for that
 // sentence, the others what one client got before the load began. No failures, and the server
 // still answers afterwards. It prints p50/p99 latency per kind with the CPU: a benchmark figure
@@ -87,9 +88,12 @@ std::vector<Kind> reference_kinds(httplib::Client& client, const std::vector<std
     const std::string text = Json(sentences[i]).dump();
     kinds.push_back({"translate", "/api/translate", R"({"run": "rev", "mode": "greedy", "text": )" + text + "}", ""});
     kinds.push_back({"attention", "/api/attention", R"({"run": "rev", "text": )" + text + "}", ""});
+    kinds.push_back({"attribution", "/api/attribution", R"({"run": "rev", "text": )" + text + "}", ""});
   }
   kinds.push_back({"static", "/static/app.js", "", ""});
   kinds.push_back({"metrics", "/api/runs/rev/metrics?since=0", "", ""});
+  kinds.push_back({"page", "/", "", ""});
+  kinds.push_back({"demos", "/api/demos", "", ""});
   for (Kind& k : kinds) {
     int status = 0;
     const std::string body = fetch(client, k, &status);
@@ -99,11 +103,11 @@ std::vector<Kind> reference_kinds(httplib::Client& client, const std::vector<std
   }
   for (int i = 0; i < kSentences; ++i) {  // the server's translation is the CLI's
     INFO("sentence " << sentences[i]);
-    REQUIRE(Json::parse(kinds[2 * i].expected).at("text").get<std::string>() == cli_lines[i]);
+    REQUIRE(Json::parse(kinds[3 * i].expected).at("text").get<std::string>() == cli_lines[i]);
   }
   const sf::explorer::Asset* app_js = sf::explorer::find_asset("app.js");
   REQUIRE(app_js != nullptr);
-  REQUIRE(kinds[2 * kSentences].expected == std::string(app_js->bytes));
+  REQUIRE(kinds[3 * kSentences].expected == std::string(app_js->bytes));
   return kinds;
 }
 
@@ -121,7 +125,10 @@ void client_thread(int port, int id, const std::vector<Kind>& kinds, Tally& tall
   std::vector<std::string> failures;
   for (int r = 0; r < kRequestsPerKind; ++r) {
     const int sentence = (id + r) % kSentences;
-    for (const int k : {2 * sentence, 2 * sentence + 1, 2 * kSentences, 2 * kSentences + 1}) {
+    std::vector<int> these = {3 * sentence, 3 * sentence + 1, 3 * kSentences, 3 * kSentences + 1, 3 * kSentences + 2,
+                              3 * kSentences + 3};
+    if (r == 0) these.push_back(3 * sentence + 2);  // one attribution per client
+    for (const int k : these) {
       const Kind& kind = kinds[k];
       const auto start = std::chrono::steady_clock::now();
       int status = 0;
@@ -154,7 +161,7 @@ double percentile(std::vector<double> v, double p) {
 
 }  // namespace
 
-TEST_CASE("explorer: 30 clients x 20 requests of each kind, every answer correct", "[load]") {
+TEST_CASE("explorer: 30 clients x 20 requests of each kind and one attribution each, every answer correct", "[load]") {
   TempDir tmp("sf_explorer_load");
   train_tiny_model(tmp);
   std::vector<std::string> sentences;
@@ -204,14 +211,15 @@ TEST_CASE("explorer: 30 clients x 20 requests of each kind, every answer correct
   REQUIRE(out->status == 404);
   REQUIRE(Json::parse(out->body).contains("error"));
 
-  std::printf("explorer load test: %d clients x %d requests of each kind on loopback, %.1f s, %s\n", kClients,
-              kRequestsPerKind, seconds, cpu_name().c_str());
+  std::printf("explorer load test: %d clients x %d requests of each kind (attribution: 1) on loopback, %.1f s, %s\n",
+              kClients, kRequestsPerKind, seconds, cpu_name().c_str());
   for (const auto& [name, v] : tally.ms)
     std::printf("  %-10s %4zu requests  p50 %8.1f ms  p99 %8.1f ms\n", name.c_str(), v.size(), percentile(v, 0.5),
                 percentile(v, 0.99));
   for (std::size_t i = 0; i < std::min<std::size_t>(tally.failures.size(), 5); ++i)
     UNSCOPED_INFO("failure: " << tally.failures[i]);
   REQUIRE(tally.failures.empty());
-  for (const auto& [name, v] : tally.ms) REQUIRE(v.size() == static_cast<std::size_t>(kClients * kRequestsPerKind));
+  for (const auto& [name, v] : tally.ms)
+    REQUIRE(v.size() == static_cast<std::size_t>(name == "attribution" ? kClients : kClients * kRequestsPerKind));
   REQUIRE(answered_after);
 }

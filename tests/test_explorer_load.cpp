@@ -1,7 +1,7 @@
 // The explorer under a class at once: the real HTTP server (train/explorer/server.h)
 // on loopback, port 0, with a tiny model trained for the test, and 30 client threads that each
 // send 20 requests of each kind (translate, attention, the page, a static file, the demo list,
-// metrics) and one attention-beside-attribution request (a few backward passes). Every answer
+// metrics) and one attention-beside-attribution request (backward passes). Every answer
 // must equal a reference: the translation is what `scratchformer translate` prints for that
 // sentence, the others what one client got before the load began. No failures, and the server
 // still answers afterwards. It prints p50/p99 latency per kind with the CPU: a benchmark figure

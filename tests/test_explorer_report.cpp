@@ -147,6 +147,7 @@ TEST_CASE("explorer report: the sentences' translations are `scratchformer trans
     CHECK(s.at("text") == sentences[i]);
     CHECK(s.at("translate").at("text") == expected);
     CHECK(!s.at("attention").at("stacks").empty());
+    CHECK(s.at("attribution").at("methods").size() == 4);  // attention beside attribution, from the file
   }
 }
 

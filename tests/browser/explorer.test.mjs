@@ -431,6 +431,10 @@ async function checkReport(a, browser, run, tmp) {
   check('the report shows the sentence\'s translation (greedy, as the CLI prints it)', text === cli, `report: "${text}"\ncli:    "${cli}"`);
   await page.click('#tr-to-attention');
   await page.waitForSelector('#at-model-view .thumb', {timeout: WAIT_MS});
+  await page.$eval('#ab-go', (b) => b.click());
+  await page.waitForFunction(() => !document.querySelector('#ab-result').hidden || !document.querySelector('#ab-error').hidden, {timeout: WAIT_MS});
+  check('the report shows attention beside attribution from its data', await page.$eval('#ab-result', (e) => !e.hidden),
+    await page.$eval('#ab-error', (e) => e.textContent));
   await openTab(page, 'training');
   const foreign = watch.urls.filter((u) => !u.startsWith('file:') && !u.startsWith('data:'));
   const problems = [...watch.take(), ...(await visibleErrors(page))];

@@ -74,7 +74,7 @@ Json view_or_error(Compute compute) {
   }
 }
 
-// [{text, translate, attention}] for `given` (the --sentences file's, read and checked before the
+// [{text, translate, attention, attribution}] for `given` (the --sentences file's, read and checked before the
 // model is loaded) or, without it, the default sentences, with the model at `checkpoint`.
 Json sentence_views(const std::string& checkpoint, const std::optional<std::vector<std::string>>& given) {
   const train::InferenceModel im = train::load_inference_model(checkpoint);
@@ -86,7 +86,9 @@ Json sentence_views(const std::string& checkpoint, const std::optional<std::vect
     req.mode = "greedy";
     list.push_back({{"text", text},
                     {"translate", view_or_error([&] { return translate(im, req); })},
-                    {"attention", view_or_error([&] { return attention(im, text, std::nullopt); })}});
+                    {"attention", view_or_error([&] { return attention(im, text, std::nullopt); })},
+                    // attention beside attribution: an encoder-decoder Transformer only (else its one-line error)
+                    {"attribution", view_or_error([&] { return attribution(im, text, std::nullopt); })}});
   }
   return list;
 }

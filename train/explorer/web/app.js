@@ -173,7 +173,7 @@ function reportData(kind, params) {
     case 'metrics': return table((D.metrics || {})[params.run]);
     case 'layer_norms': return table((D.layer_norms || {})[params.run]);
     case 'snapshots': return (D.snapshots || {})[params.run] || {snapshots: []};
-    case 'translate': case 'attention': {
+    case 'translate': case 'attention': case 'attribution': {
       const s = (D.sentences || []).find((x) => x.text === params.text);
       if (!s || !s[kind]) throw new Error(t('err.report_sentence'));
       if (s[kind].error) throw new Error(s[kind].error);
@@ -894,7 +894,8 @@ async function runAttribution() {
   $('#ab-status').textContent = t('ab.running');
   try {
     const target = $('#at-target').value.trim();
-    state.attribution = await getData('attribution', {...modelFields(), text: $('#at-text').value.trim(), ...(target ? {target} : {})});
+    state.attribution = await getData('attribution', REPORT ? {text: $('#at-sentence').value}
+      : {...modelFields(), text: $('#at-text').value.trim(), ...(target ? {target} : {})});
   } catch (e) {
     state.attribution = null;  // an error replaces the old result, it does not sit above it
     showError('#ab-error', e);

@@ -394,6 +394,34 @@ async function checkLessonsAndTraining(a, page, watch) {
   }
 }
 
+// The guided tour of every page: each step shows its own text beside a visible element, Next
+// walks to the end and closes it; in Chinese the texts are Chinese.
+async function checkTour(page, watch) {
+  for (const lang of ['en', 'zh']) {
+    await page.$eval(`.lang-switch button[data-lang="${lang}"]`, (b) => b.click());
+    for (const tab of PAGES) {
+      await openTab(page, tab);
+      await page.$eval('#tour-start', (b) => b.click());
+      const n = await page.evaluate((t) => TOURS[t].length, tab);
+      const texts = [];
+      let focused = 0;
+      for (let i = 0; i < n && texts.length < 20; i++) {
+        texts.push(await page.$eval('#tour-text', (e) => e.textContent));
+        focused += await page.$$eval('.tour-focus', (es) => es.filter((e) => e.offsetParent !== null).length);
+        await page.$eval('#tour-next', (b) => b.click());
+      }
+      const closed = await page.$eval('#tour', (e) => e.hidden);
+      const ok = n >= 2 && new Set(texts).size === n && texts.every((x) => x.length >= 12 && !x.startsWith('tour.')) &&
+        focused === n && closed && (lang === 'en' || texts.every((x) => /[\u4e00-\u9fff]/.test(x)));
+      check(`the ${lang} tour of "${tab}" walks ${n} steps, each with its own text beside a visible element, then closes`, ok,
+        JSON.stringify({n, texts, focused, closed}));
+    }
+  }
+  await page.$eval('.lang-switch button[data-lang="en"]', (b) => b.click());
+  const problems = [...watch.take(), ...(await visibleErrors(page))];
+  check('the tours gave no console error', problems.length === 0, problems.join('\n'));
+}
+
 async function checkErrorShown(page, watch) {
   await openTab(page, 'translate');
   await page.select('#tr-mode', 'greedy');
@@ -467,6 +495,7 @@ async function main() {
     await step('curves', () => checkCurvesGrow(a, page, watch, target));
     await step('step', () => checkStep(a, page, watch));
     await step('lessons', () => checkLessonsAndTraining(a, page, watch));
+    await step('tour', () => checkTour(page, watch));
     await step('chinese', () => checkChinese(a, page, watch, server.url));
     await step('errors', () => checkErrorShown(page, watch));
     await step('report', () => checkReport(a, browser, target, tmp));

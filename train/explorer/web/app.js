@@ -1232,7 +1232,9 @@ async function loadDemoList() {
   hideError('#ls-error');
   try { state.demos = (await getData('demos')).demos; } catch (e) { showError('#ls-error', e); return; }
   renderDemoList();
-  if (!state.demo && state.demos.length) openDemo(state.demos[0].name);
+  // open the first quick demo (the slow ones train a model first: a click of the teacher's choice)
+  const first = state.demos.find((d) => d.seconds <= 1);
+  if (!state.demo && first) openDemo(first.name);
 }
 
 function renderDemoList() {
@@ -1421,6 +1423,59 @@ function figureRotation(f) {
     el('p', {class: 'hint small', text: ks.map((k) => t('ls.pair', {k, theta: fmt(f.thetas[k], 3), period: fmt(2 * Math.PI / f.thetas[k], 3)})).join(' · ')})]);
 }
 
+// ---- the guided tour: a few steps per page, for a student alone at home ------------------------
+// Each step points at one element of the page (outlined) with a short text beside it.
+
+const TOURS = {
+  runs: ['#runs-table', '#runs-charts', '#runs-norms'],
+  translate: ['#tr-text', '#tr-mode', '#tr-tokens'],
+  attention: ['#at-form', '#at-head-view', '#at-model-view', '#ab-card'],
+  step: ['#st-form', '#st-depth', '#st-tree'],
+  training: ['#ot-view', '#ot-norms'],
+  lessons: ['#ls-list', '#ls-verdict', '#ls-view'],
+};
+
+const tour = {page: null, index: 0};
+
+function startTour() {
+  tour.page = state.tab;
+  tour.index = 0;
+  showTourStep();
+}
+
+function showTourStep() {
+  for (const e of $$('.tour-focus')) e.classList.remove('tour-focus');
+  const steps = TOURS[tour.page] || [];
+  const box = $('#tour');
+  if (tour.index < 0 || tour.index >= steps.length) { box.hidden = true; tour.page = null; return; }
+  const target = $(steps[tour.index]);
+  $('#tour-count').textContent = t('tour.count', {i: tour.index + 1, n: steps.length});
+  $('#tour-text').textContent = t(`tour.${tour.page}.${tour.index + 1}`);
+  $('#tour-back').disabled = tour.index === 0;
+  $('#tour-next').textContent = t(tour.index === steps.length - 1 ? 'tour.done' : 'tour.next');
+  box.hidden = false;
+  // an element not drawn yet (no result so far) is pointed at through its page
+  const shown = target && target.offsetParent !== null ? target : $(`#page-${tour.page}`);
+  shown.classList.add('tour-focus');
+  shown.scrollIntoView({block: 'center', behavior: 'instant'});
+  const r = shown.getBoundingClientRect();
+  box.style.top = Math.min(window.innerHeight - box.offsetHeight - 12, Math.max(12, r.bottom + 10)) + 'px';
+  box.style.left = Math.min(window.innerWidth - box.offsetWidth - 12, Math.max(12, r.left)) + 'px';
+}
+
+function moveTour(delta) {
+  tour.index += delta;
+  showTourStep();
+}
+
+function wireTour() {
+  $('#tour-start').addEventListener('click', startTour);
+  $('#tour-next').addEventListener('click', () => moveTour(1));
+  $('#tour-back').addEventListener('click', () => moveTour(-1));
+  $('#tour-close').addEventListener('click', () => { tour.index = -1; showTourStep(); });
+  document.addEventListener('keydown', (e) => { if (e.key === 'Escape' && tour.page) { tour.index = -1; showTourStep(); } });
+}
+
 // ---- tabs, language, start-up ---------------------------------------------------------------
 
 const ON_FIRST_SHOW = {
@@ -1431,6 +1486,7 @@ const ON_FIRST_SHOW = {
 };
 
 function showTab(name) {
+  if (tour.page && tour.page !== name) { tour.index = -1; showTourStep(); }  // a tour belongs to its page
   const tab = $(`#tabs button[data-tab="${name}"]`);
   if (!tab || (REPORT && tab.classList.contains('live-only'))) name = 'runs';
   state.tab = name;
@@ -1458,6 +1514,7 @@ function rerender() {
   if (state.demo) renderDemo();
   fillModelSelect();
   showPollTime();
+  if (tour.page) showTourStep();
   for (const b of $$('.lang-switch button')) b.classList.toggle('on', b.dataset.lang === lang());
   $('#ot-play').textContent = t(playTimer ? 'ot.pause' : 'ot.play');
 }
@@ -1484,6 +1541,7 @@ function wireEvents() {
   wireAttentionSelects();
   wireStepEvents();
   wireTrainingEvents();
+  wireTour();
   $('#ls-prev').addEventListener('click', () => stepDemo(-1));
   $('#ls-next').addEventListener('click', () => stepDemo(1));
   $('#ls-text-form').addEventListener('submit', (e) => { e.preventDefault(); openDemo('worked-example', $('#ls-text').value.trim()); });

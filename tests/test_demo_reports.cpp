@@ -16,6 +16,8 @@
 #include "train/lessons/demo.h"
 #include "train/lessons/demo_masks.h"
 #include "train/lessons/demo_positions.h"
+#include "train/lessons/demo_schedule.h"
+#include "train/optim/schedule.h"
 #include "train/lessons/demo_texts.h"
 
 using namespace sf::lessons;
@@ -97,6 +99,23 @@ TEST_CASE("demo masks: a real batch with padding, the masks by token, and no wei
   const Json report = demo_report(*find_demo("masks"), {});
   CHECK(report.at("figures")[0].at("cells") == Json(r.src));
   CHECK(report.at("figures")[1].at("rows") == Json(r.tgt_in[static_cast<std::size_t>(r.row)]));
+}
+
+TEST_CASE("demo schedule: every schedule peaks at the end of warm-up, noam halves in four times the steps",
+          "[demo][schedule]") {
+  const ScheduleDemoResult r = compute_schedule_demo();
+  REQUIRE(r.curves.size() == 3);
+  const sf::train::Schedule noam{sf::train::ScheduleKind::Noam, r.noam_scale, r.min_lr, r.warmup, r.max_steps, r.d_model};
+  for (std::size_t i = 0; i < r.curves[0].steps.size(); ++i)
+    CHECK(r.curves[0].lr[i] == noam.at(static_cast<std::int64_t>(r.curves[0].steps[i])));  // the trainer's own numbers
+  for (const ScheduleCurve& c : r.curves) {
+    INFO(c.name);
+    CHECK(c.peak_step == r.warmup);
+  }
+  CHECK(r.noam_quarter_ratio == Approx(0.5).margin(1e-12));
+  CHECK(r.curves[1].last == Approx(r.min_lr).margin(1e-15));  // cosine ends at min_lr
+  CHECK(r.curves[2].last == Approx(r.lr));                      // constant stays
+  CHECK(r.claim_holds);
 }
 
 TEST_CASE("demo reports: label smoothing shows tokens on a log scale, RoPE its rotating pairs", "[demo][label_smoothing][rope]") {

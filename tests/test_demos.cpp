@@ -101,7 +101,7 @@ TEST_CASE("demo registry lists every demo in course order with a one-line claim"
   CHECK(names == std::vector<std::string>{"path-length", "parallel", "bottleneck", "alignment", "autograd", "worked-example",
                                           "positions", "masks", "permutation", "collapse", "scaling", "lookup", "rope", "gqa",
                                           "crossover", "extrapolation", "kv-bandwidth", "attribution", "pooling",
-                                          "label-smoothing"});
+                                          "label-smoothing", "schedule"});
   CHECK(find_demo("label_smoothing") == nullptr);
   CHECK(demo_svg_path({}, "lookup") == "demo-lookup.svg");
 }

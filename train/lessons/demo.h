@@ -125,6 +125,7 @@ int run_extrapolation_demo(const DemoOptions& options, std::ostream& out);    //
 int run_positions_demo(const DemoOptions& options, std::ostream& out);        // demo_positions.cpp
 int run_masks_demo(const DemoOptions& options, std::ostream& out);            // demo_masks.cpp
 int run_attribution_demo(const DemoOptions& options, std::ostream& out);      // demo_attribution.cpp
+int run_schedule_demo(const DemoOptions& options, std::ostream& out);         // demo_schedule.cpp
 
 // The reports, each beside its run function (the same file, the same compute function).
 Json path_length_report(const DemoOptions& options);
@@ -144,6 +145,7 @@ Json extrapolation_report(const DemoOptions& options);
 Json positions_report(const DemoOptions& options);
 Json masks_report(const DemoOptions& options);
 Json attribution_report(const DemoOptions& options);
+Json schedule_report(const DemoOptions& options);
 Json kv_bandwidth_report(const DemoOptions& options);
 Json pooling_report(const DemoOptions& options);
 Json label_smoothing_report(const DemoOptions& options);

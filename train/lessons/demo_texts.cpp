@@ -314,6 +314,18 @@ constexpr Entry kEntries[] = {
      "用普通的负对数似然训练，则把其他词的概率推向 0。平滑后的损失等于 H(q) + KL(q || p)，"
      "所以在折线图中它停在虚线 H(q) 上，在 p = q 时取到；而普通训练的负对数似然靠把 logits 越推越大，一直降向 0。"
      "平滑后的模型被训练成永远不完全确定：它的损失不可能低于 H(q)，损失曲线在那里变平说明训练已经到底，而不是卡住了。"},
+    {"schedule",
+     "先预热再衰减：每种调度都在预热结束时达到峰值；noam 的步数变为四倍时学习率减半",
+     "The line figure is the learning rate at every step, from the same Schedule::at the training loop calls, for "
+     "the three schedules a config can name: noam rises linearly for w steps and then falls as 1/sqrt(step), "
+     "cosine warms up to lr and then follows half a cosine down to min_lr, constant warms up and stays. The "
+     "dashed mark is the end of warm-up, where all three peak. Warm-up exists because Adam's first updates, "
+     "with its second-moment estimate still near zero, are large and noisy; a small rate at first keeps them from "
+     "wrecking the fresh weights.",
+     "折线图是每一步的学习率，取自训练循环调用的同一个 Schedule::at，对应配置中可以选择的三种调度："
+     "noam 在前 w 步线性上升，之后按 1/sqrt(step) 下降；cosine 预热到 lr 后沿半个余弦降到 min_lr；constant 预热后保持不变。"
+     "虚线标出预热结束的位置，三种调度都在那里达到峰值。之所以要预热，是因为 Adam 最初几步的二阶矩估计还接近 0，"
+     "更新又大又不稳定；开始时用小的学习率，可以避免它们破坏刚初始化的权重。"},
 };
 
 }  // namespace

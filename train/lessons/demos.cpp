@@ -55,6 +55,8 @@ const std::vector<Demo>& demos() {
       {"pooling", "a sentence vector by mean pooling vs attention pooling, on real sentences", run_pooling_demo, pooling_report, 1},
       {"label-smoothing", "with label smoothing the loss bottoms out at the entropy of the smoothed target, not at 0",
        run_label_smoothing_demo, label_smoothing_report, 1},
+      {"schedule", "warm-up then decay: every schedule peaks at the end of warm-up; noam halves its rate in four times the steps",
+       run_schedule_demo, schedule_report, 1},
   };
   return all;
 }

@@ -505,7 +505,11 @@ function renderRunsTable() {
 }
 
 // "checkpoint-best.safetensors" -> "best"
-function shortCheckpoint(name) { return name.replace(/^checkpoint-/, '').replace(/\.safetensors$/, ''); }
+// "checkpoint-best.safetensors" -> "best" (in the page's language); other names as they are.
+function shortCheckpoint(name) {
+  const short = name.replace(/^checkpoint-/, '').replace(/\.safetensors$/, '');
+  return short === 'best' || short === 'last' ? t('ckpt.' + short) : short;
+}
 
 function showConfig(name, rerender = true) {
   const r = state.runs.find((x) => x.name === name);

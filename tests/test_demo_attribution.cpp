@@ -45,7 +45,10 @@ TEST_CASE("attribution: the hand alignments are Multi30k test lines with links i
   }
 }
 
-TEST_CASE("attribution: a translator's checkpoint is scored against the hand alignments end to end", "[attribution][demo]") {
+// [trains]: a character tokenizer makes ~70 pieces of each German sentence, and every one is
+// attributed with backward passes (minutes under the sanitizers)
+TEST_CASE("attribution: a translator's checkpoint is scored against the hand alignments end to end",
+          "[attribution][demo][trains]") {
   const sf::test::TempDir tmp;
   std::vector<std::string> overrides = sf::test::one_step_reverse_run(tmp, tmp / "run");
   overrides.push_back("model.max_len=256");  // its character tokenizer makes ~70 pieces of a German sentence

@@ -298,6 +298,7 @@ async function checkChinese(a, page, watch, url) {
   check('switching to Chinese changes the labels', labels[0] === '训练运行' && labels[0] !== english && labels.every((l) => /[\u4e00-\u9fff]/.test(l)), JSON.stringify(labels));
   const lang = await page.evaluate(() => [document.documentElement.lang, localStorage.getItem('sf-lang')]);
   check('the page says lang="zh-CN" and remembers the choice', lang[0] === 'zh-CN' && lang[1] === 'zh', JSON.stringify(lang));
+  await page.goto('about:blank');  // a real reload: going to url#attention from url#lessons only changes the hash
   await page.goto(url + '#attention', {waitUntil: 'networkidle0', timeout: WAIT_MS});
   await page.waitForSelector('body[data-ready="1"]', {timeout: WAIT_MS});
   await page.waitForSelector('#at-model-view .thumb', {timeout: WAIT_MS});

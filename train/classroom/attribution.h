@@ -54,7 +54,7 @@ struct Attribution {
 // weights are changed only for the moment of each ablation and restored. `steps` >= 1 points of
 // the integral. Throws std::invalid_argument for a batch other than one row or mismatched lengths.
 Attribution attribute(nn::Seq2SeqTransformer& model, const Tensor& src, const Tensor& tgt_in, const Tensor& tgt_out,
-                      std::int64_t steps = 32);
+                      std::int64_t steps = 16);
 
 // One sentence of a trained encoder-decoder, as `scratchformer attention --attribution` and the
 // explorer show it: the source encoded, the target given (teacher forcing) or the greedy
@@ -70,7 +70,7 @@ struct SentenceAttribution {
 };
 SentenceAttribution attribute_sentence(const InferenceModel& im, const std::string& source,
                                        const std::optional<std::string>& target, const char* source_field = "--src",
-                                       const char* target_field = "--tgt", std::int64_t steps = 32);
+                                       const char* target_field = "--tgt", std::int64_t steps = 16);
 
 // The index of the largest entry of each row: the source token each target token credits most.
 std::vector<std::int64_t> row_argmax(const Matrix& m);

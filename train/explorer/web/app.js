@@ -916,6 +916,7 @@ function attributionChoices(a) {
 function renderAttribution() {
   const a = state.attribution;
   $('#ab-result').hidden = !a;
+  $('#ab-method-label').hidden = !a;  // nothing to choose before the first answer
   if (!a) return;
   const choices = attributionChoices(a);
   const sel = $('#ab-method'), keep = sel.value;

@@ -21,7 +21,6 @@
 #include <string_view>
 
 #include "train/explorer/request.h"
-#include "train/lessons/demo.h"
 
 namespace {
 
@@ -78,7 +77,7 @@ void check_body(const std::string& route, std::string_view body) {
   }
   if (route == "demo") {
     const ex::DemoBody b = ex::demo_body(json);
-    if (!sf::lessons::find_demo(b.name)) broken("an unknown demo name was accepted: " + b.name);
+    if (b.name.size() > 40) broken("a demo name beyond its limit was accepted");
     if (b.text.size() > ex::kMaxDemoTextBytes || (!b.text.empty() && b.name != "worked-example"))
       broken("a demo text beyond its limits was accepted");
   }

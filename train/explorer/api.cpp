@@ -444,7 +444,13 @@ Response Explorer::api_step(const StepBody& body) {
 // demo together waits for one run, then everyone gets the same numbers. A worked example of a
 // sentence of one's own is quick and not kept.
 Response Explorer::api_demo(const DemoBody& body) {
-  const lessons::Demo& demo = *lessons::find_demo(body.name);
+  const lessons::Demo* found = lessons::find_demo(body.name);
+  if (!found) {
+    std::string names;
+    for (const lessons::Demo& d : lessons::demos()) names += (names.empty() ? "" : ", ") + d.name;
+    throw bad_request("'name' must be one of the demos (" + names + "), got '" + body.name + "'");
+  }
+  const lessons::Demo& demo = *found;
   lessons::DemoOptions options;
   options.text = body.text;
   std::lock_guard<std::mutex> one_at_a_time(demo_mutex_);

@@ -162,8 +162,8 @@ struct StepBody {
 };
 StepBody step_body(const Json& body);
 
-// POST /api/demo: one of the lecture's demos (train/lessons/demo.h) by name; `text` only for
-// worked-example (its sentence, <= kMaxDemoTextBytes).
+// POST /api/demo: one of the lecture's demos (train/lessons/demo.h) by name (at most 40 bytes;
+// api.cpp checks it is in the registry); `text` only for worked-example (<= kMaxDemoTextBytes).
 struct DemoBody {
   std::string name;
   std::string text;

@@ -21,13 +21,6 @@ namespace {
 // roundings of O(1) values, ~1e-7; 1e-5 leaves room and still catches a wrong term (O(1)).
 constexpr double kGradTol = 1e-5;
 
-std::vector<std::vector<double>> rows_of(const Tensor& t) {  // t: (R, C)
-  std::vector<std::vector<double>> m(t.size(0), std::vector<double>(t.size(1)));
-  for (std::int64_t r = 0; r < t.size(0); ++r)
-    for (std::int64_t c = 0; c < t.size(1); ++c) m[r][c] = t.at({r, c});
-  return m;
-}
-
 // x: (B,D), h: (B,F) -> (D,F): sum_b x[b,d] * [h[b,f] > 0], the gradient of sum(relu(h)) w.r.t. w.
 std::vector<std::vector<double>> hand_gradient(const Tensor& x, const Tensor& h) {
   std::vector<std::vector<double>> g(x.size(1), std::vector<double>(h.size(1), 0.0));
@@ -48,9 +41,9 @@ std::string autograd_svg(const Tensor& h, const Tensor& grad) {
   train::SvgWriter svg(520, 250);
   svg.text(16, 24, "demo autograd: y = sum(relu(x @ w)) / 自动求导演示", {.size = train::kTitleFont, .bold = true});
   draw_heatmap(svg, 60, 90, 40,
-               {rows_of(h), {"b=0", "b=1"}, {"f0", "f1", "f2", "f3"}, "h = x @ w (2, 4)", 0, largest_abs(h), true});
+               {matrix_rows(h), {"b=0", "b=1"}, {"f0", "f1", "f2", "f3"}, "h = x @ w (2, 4)", 0, largest_abs(h), true});
   draw_heatmap(svg, 300, 90, 40,
-               {rows_of(grad), {"d0", "d1", "d2"}, {"f0", "f1", "f2", "f3"}, "dy/dw (3, 4)", 0, largest_abs(grad), true});
+               {matrix_rows(grad), {"d0", "d1", "d2"}, {"f0", "f1", "f2", "f3"}, "dy/dw (3, 4)", 0, largest_abs(grad), true});
   return svg.finish();
 }
 
@@ -102,11 +95,11 @@ Json autograd_report(const DemoOptions& options) {
   return {{"held", n.worst < kGradTol},
           {"numbers", {number(bilingual("y = sum(relu(x @ w))", "y = sum(relu(x @ w))"), n.y.item()),
                        number(bilingual("max |dy/dw - x^T [h > 0]| (float32)", "max |dy/dw - x^T [h > 0]|（float32）"), n.worst)}},
-          {"figures", {heatmap_figure(bilingual("x (2, 3)", "输入 x (2, 3)"), b, d, rows_of(n.x), true),
-                       heatmap_figure(bilingual("w (3, 4)", "权重 w (3, 4)"), d, f, rows_of(n.w.detach()), true),
+          {"figures", {heatmap_figure(bilingual("x (2, 3)", "输入 x (2, 3)"), b, d, matrix_rows(n.x), true),
+                       heatmap_figure(bilingual("w (3, 4)", "权重 w (3, 4)"), d, f, matrix_rows(n.w.detach()), true),
                        heatmap_figure(bilingual("h = x @ w (2, 4): relu keeps the positive entries", "h = x @ w (2, 4)：relu 只保留正数"),
-                                      b, f, rows_of(n.h.detach()), true),
-                       heatmap_figure(bilingual("dy/dw by backward() (3, 4)", "backward() 得到的 dy/dw (3, 4)"), d, f, rows_of(n.grad), true),
+                                      b, f, matrix_rows(n.h.detach()), true),
+                       heatmap_figure(bilingual("dy/dw by backward() (3, 4)", "backward() 得到的 dy/dw (3, 4)"), d, f, matrix_rows(n.grad), true),
                        heatmap_figure(bilingual("x^T [h > 0] by hand (3, 4)", "手算 x^T [h > 0] (3, 4)"), d, f, n.expected, true)}}};
 }
 

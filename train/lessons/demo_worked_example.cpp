@@ -146,22 +146,15 @@ std::string worked_example_svg(const WorkedExample& w) {
   train::SvgWriter svg(1000, 400);
   svg.text(20, 26, "self-attention by hand, and the notes' causal softmax / 手算自注意力与讲义中的因果 softmax",
            {.size = train::kTitleFont, .bold = true});
-  const auto as_rows = [](const Tensor& m) {
-    const std::vector<double> v = m.contiguous().to_vector<double>();
-    std::vector<std::vector<double>> rows(static_cast<std::size_t>(m.size(0)));
-    for (std::int64_t i = 0; i < m.size(0); ++i)
-      rows[i].assign(v.begin() + i * m.size(1), v.begin() + (i + 1) * m.size(1));
-    return rows;
-  };
   const double cell = std::min(48.0, 300.0 / static_cast<double>(w.tokens.size()));
-  const auto scaled = as_rows(w.scaled);
+  const auto scaled = matrix_rows(w.scaled);
   double hi = 0;
   for (const auto& r : scaled)
     for (double v : r) hi = std::max(hi, std::abs(v));
   draw_heatmap(svg, 100, 90, cell, {scaled, w.tokens, w.tokens, "S / sqrt(d_k) / 缩放后的分数", 0, hi, true});
-  draw_heatmap(svg, 430, 90, cell, {as_rows(w.weights), w.tokens, w.tokens, "A = softmax(S / sqrt(d_k)) / 注意力权重", 0, 1});
+  draw_heatmap(svg, 430, 90, cell, {matrix_rows(w.weights), w.tokens, w.tokens, "A = softmax(S / sqrt(d_k)) / 注意力权重", 0, 1});
   const std::vector<std::string> pos = {"0", "1", "2", "3", "4"};
-  draw_heatmap(svg, 740, 90, 44, {as_rows(w.notes_weights), pos, pos, "causal softmax / 因果 softmax", 0, 1});
+  draw_heatmap(svg, 740, 90, 44, {matrix_rows(w.notes_weights), pos, pos, "causal softmax / 因果 softmax", 0, 1});
   return svg.finish();
 }
 

@@ -239,6 +239,8 @@ std::vector<AlignedPair> read_alignments(const std::string& corpora) {
 
 AttributionDemoResult compute_attribution_demo(std::uint64_t seed, const std::string& checkpoint, const std::string& corpora,
                                                std::int64_t steps) {
+  if (!checkpoint.empty() && !std::filesystem::is_regular_file(checkpoint))  // say so before training the toy model
+    throw std::invalid_argument("demo attribution: --checkpoint " + checkpoint + ": no such checkpoint file");
   AttributionDemoResult r;
   {
     const ThreadCountScope one_thread(1);  // tiny models: a second thread only waits

@@ -341,7 +341,8 @@ const std::vector<std::pair<fs::path, fs::path>> kTranslatedPages = {
     {fs::path("docs") / "architectures.md", fs::path("docs") / "architectures.zh-CN.md"},
     {fs::path("docs") / "classroom.md", fs::path("docs") / "classroom.zh-CN.md"},
     {fs::path("docs") / "results.md", fs::path("docs") / "results.zh-CN.md"},
-    {fs::path("docs") / "speed.md", fs::path("docs") / "speed.zh-CN.md"}};
+    {fs::path("docs") / "speed.md", fs::path("docs") / "speed.zh-CN.md"},
+    {fs::path("docs") / "install.md", fs::path("docs") / "install.zh-CN.md"}};
 
 // Every command line of one page is on the other, both ways.
 void check_same_commands(const fs::path& english, const fs::path& chinese) {

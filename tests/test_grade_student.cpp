@@ -87,7 +87,7 @@ TEST_CASE("gradebook_csv: one row per student, quoted where needed", "[handout]"
         "bo,failing,1/2,-,0,1,\"masks: a, \"\"b\"\"\"\n");
 }
 
-TEST_CASE("grade --collect grades a class of handout copies with the teacher's tests", "[handout][cli]") {
+TEST_CASE("grade --collect grades a class of handout copies with the teacher's tests", "[handout][cli][builds]") {
   std::string t = (fs::temp_directory_path() / "sf-class-XXXXXX").string();
   REQUIRE(mkdtemp(t.data()) != nullptr);
   const fs::path dir = t;

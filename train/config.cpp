@@ -13,6 +13,7 @@
 #include "train/config.h"
 
 #include "data/corpus.h"  // valid_utf8
+#include "train/data_folder.h"
 
 #include <toml.hpp>
 
@@ -22,6 +23,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <span>
 #include <sstream>
 
@@ -428,6 +430,8 @@ struct FieldReader {
   const toml::value& root;
   std::string current;          // section being read
   const toml::value* table = nullptr;  // root[current], or null when the section is absent
+  const std::optional<DataFolder>& data_folder;  // where a corpus not beside the config may be
+  std::vector<std::string>& missing;             // data files found in neither place, one line each
 
   void section(const char* name) {
     current = name;
@@ -503,6 +507,21 @@ struct FieldReader {
     }
     const fs::path p(s);
     field = (p.is_absolute() ? p : config_dir / p).lexically_normal().string();
+    if (current == "data" && !p.is_absolute()) data_file(*v, key, p, field);
+  }
+  // A corpus not beside the config is looked for as if the config lay in the data folder's configs/
+  // (train/data_folder.h): a config copied out of the installed configs keeps its corpora.
+  void data_file(const toml::value& v, const char* key, const fs::path& p, std::string& field) {
+    std::error_code ec;
+    if (fs::exists(field, ec)) return;
+    const std::string elsewhere = data_folder ? (data_folder->configs() / p).lexically_normal().string() : "";
+    if (!elsewhere.empty() && fs::exists(elsewhere, ec)) {
+      field = elsewhere;
+      return;
+    }
+    const std::string where = location_prefix(file, v) + (from_override(v) ? "" : current + "." + key + ": ");
+    missing.push_back(where + p.string() + " is neither beside the config (" + field + ") nor in the data folder (" +
+                      (elsewhere.empty() ? std::string("none found") : elsewhere) + ")");
   }
 };
 
@@ -785,7 +804,29 @@ std::vector<std::string> class_labels(const DataSection& data) {
   }
 }
 
-Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
+namespace {
+
+// A config inside an installed data folder is read-only for its user: its run folder, which would
+// lie there too, goes to ./runs/ under the current folder, with the same name.
+void run_outside_installed_folder(Config& config, const fs::path& config_dir, const std::optional<DataFolder>& data) {
+  if (!data || !data->installed) return;
+  const fs::path root = fs::weakly_canonical(data->root);
+  const auto inside = [&root](const fs::path& p) {
+    const fs::path rel = fs::weakly_canonical(p).lexically_relative(root);
+    return !rel.empty() && *rel.begin() != "..";
+  };
+  if (inside(config_dir) && inside(config.run.dir))
+    config.run.dir = (fs::current_path() / "runs" / fs::path(config.run.dir).filename()).string();
+}
+
+}  // namespace
+
+void require_data_files(const Config& config) {
+  if (!config.missing_files.empty()) throw ConfigError(config.missing_files.front());
+}
+
+Config load_config(const std::string& given, const std::vector<std::string>& overrides) {
+  const std::string path = find_config_file(given);
   std::error_code ec;
   if (!fs::exists(path, ec)) throw ConfigError(path + ": config file not found");
   if (fs::is_directory(path, ec)) throw ConfigError(path + ": is a directory, expected a TOML config file");
@@ -826,8 +867,10 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   Config config;
   config.source_path = path;
   const fs::path config_dir = fs::absolute(path).parent_path();
-  FieldReader reader{path, config_dir, root, "", nullptr};
+  const std::optional<DataFolder> data = find_data_folder();
+  FieldReader reader{path, config_dir, root, "", nullptr, data, config.missing_files};
   visit_fields(config, reader);
+  run_outside_installed_folder(config, config_dir, data);
 
   // 5. ranges and relations
   validate(config, Checker{path, root});

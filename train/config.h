@@ -186,6 +186,7 @@ struct Config {
   TrainSection train;
   RunSection run;
   std::string source_path;  // the config file this was loaded from, as given (not a setting)
+  std::vector<std::string> missing_files;  // data files found nowhere, one line each (not a setting)
 
   // Equal settings; source_path is where they came from, not a setting, and is not compared.
   bool operator==(const Config& other) const {
@@ -200,7 +201,12 @@ std::vector<std::string> class_labels(const DataSection& data);
 // order, later ones winning), checks every key and value, and resolves the paths. Throws
 // ConfigError for a missing file, a syntax error, an unknown section or key, a wrong type, a value
 // out of range, a missing required key or a malformed override.
+// `path` may also be a config's bare name (`quickstart`), found in the data folder's configs/
+// (train/data_folder.h). A data file that is not beside the config is looked for in the data
+// folder; one found in neither place is listed in missing_files (not an error here: a config may
+// be loaded only to read its model); require_data_files throws ConfigError with the first.
 Config load_config(const std::string& path, const std::vector<std::string>& overrides = {});
+void require_data_files(const Config& config);
 
 // The effective config as TOML: every key of every section (model.rnn_* only for arch rnn, where
 // another arch refuses them), paths absolute. load_config on the result gives back an equal

@@ -8,7 +8,7 @@
 // `ctest -L word` runs, so the two counts agree. An exercise whose tag matches no test is a grade
 // error, not a pass.
 //
-//   GradeOptions opt;  opt.tests_dir = "build/release/tests";  opt.source_root = "/work/main";
+//   GradeOptions opt;  opt.tests_dir = "build/release/tests";  opt.source_root = "~/scratchformer";
 //   ExerciseGrade g = grade_exercise(*find_exercise("masks"), opt);
 //   std::cout << format_grade_row(g) << grade_json_line({g}) << "\n";
 #pragma once

@@ -10,7 +10,7 @@
 // test programs that hold the exercises' tests. The tests run are the teacher's: an edited test in
 // the student's copy changes nothing, and tests hidden from the handout (related regions) run too.
 //
-//   GradingTree tree{"/work/main", "/work/main/build/grading"};
+//   GradingTree tree{"~/scratchformer", "~/scratchformer/build/grading"};
 //   const StudentGrade s = grade_student(tree, "/home/t/class-1/ana", {"masks"}, tests_dir);
 //   std::cout << gradebook_csv({s});
 #pragma once

@@ -29,8 +29,8 @@
 // (.h .hpp .cpp .cc) outside tests/data/ (test fixtures live there); a marker must stand alone on
 // its line. A malformed marker stops the handout with "file:line: what is wrong".
 //
-//   Handout h = make_handout("/work/main", {"masks", "softmax"});  // reads, checks, transforms
-//   write_handout(h, "/work/main", "/tmp/class-1");               // all or nothing
+//   Handout h = make_handout("~/scratchformer", {"masks", "softmax"});  // reads, checks, transforms
+//   write_handout(h, "~/scratchformer", "/tmp/class-1");               // all or nothing
 #pragma once
 
 #include <filesystem>

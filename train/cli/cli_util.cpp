@@ -1,5 +1,6 @@
 #include "train/cli/cli_util.h"
 
+#include "train/data_folder.h"
 #include "train/task.h"
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <stdexcept>
 #include <string_view>
 
@@ -149,6 +151,13 @@ void add_precision_option(CLI::App* cmd, std::string& precision) {
 
 MatmulPrecisionScope precision_scope(const std::string& precision) {
   return MatmulPrecisionScope(parse_matmul_precision(precision), "--precision bf16");  // no copy: C++17 elision
+}
+
+std::string checkout_folder(const std::string& command) {
+  const std::optional<train::DataFolder> data = train::find_data_folder();
+  if (data && !data->installed) return data->root.string();
+  throw std::invalid_argument(command + ": needs the teacher's source tree (a checkout of Scratchformer): pass --source DIR" +
+                              (data ? " (this program is installed, in " + data->root.string() + ")" : std::string()));
 }
 
 }  // namespace sf::cli

@@ -45,6 +45,7 @@ int run_bench(BenchArgs& a, const CLI::App& cmd) {
   if (a.options.scaling && a.options.generation)
     throw std::invalid_argument("bench: --scaling and --generation print different tables; pass one of them");
   const train::Config cfg = train::load_config(a.config, a.overrides);
+  train::require_data_files(cfg);  // a corpus found neither beside the config nor in the data folder
   if (cfg.model.arch == "rnn") {
     // the recurrent model's benchmark has its length table built in (train/bench/rnn_bench.h)
     if (a.options.scaling || a.options.generation)

@@ -24,6 +24,7 @@ struct ExplainArgs {
 
 int run_explain_batch(const ExplainArgs& a) {
   const train::Config cfg = train::load_config(a.config, a.overrides);
+  train::require_data_files(cfg);  // a corpus found neither beside the config nor in the data folder
   const train::Lang lang = chinese_output(a.lang) ? train::Lang::Zh : train::Lang::En;
   std::cout << train::explain_batch(cfg, a.options, std::cerr, lang);
   return 0;

@@ -30,7 +30,7 @@ struct GradeArgs {
   std::vector<std::string> exercises;  // empty: those of the handout
   bool json = false;
   std::string tests_dir;               // empty: <directory of this program>/tests
-  std::string source = SCRATCHFORMER_SOURCE_DIR;
+  std::string source;                  // empty: the checkout this program runs from
   std::vector<std::string> students;   // --student DIR (one) or --collect DIR... (a class)
   bool collect = false;
   std::string work;                    // empty: <source>/build/grading
@@ -142,7 +142,8 @@ void rebuild_then_rerun(const GradeArgs& a) {
   throw std::runtime_error("grade --build: cannot run the rebuilt " + self.string());
 }
 
-int run_grade(const GradeArgs& a) {
+int run_grade(GradeArgs a) {
+  if (a.source.empty()) a.source = checkout_folder("grade");
   if (!a.students.empty()) return run_grade_students(a);
   if (a.build) rebuild_then_rerun(a);
   const std::vector<std::string> words = words_to_grade(a);
@@ -189,7 +190,7 @@ Command add_grade_command(CLI::App& app) {
                                                   train::exercise_words());
   cmd->add_flag("--json", a->json, "Print every row as one JSON document instead of the table");
   cmd->add_option("--tests-dir", a->tests_dir, "Where the test programs are (default: tests/ beside this program)");
-  cmd->add_option("--source", a->source, "The source tree whose handout.json lists the exercises (default: the one this program was built from)");
+  cmd->add_option("--source", a->source, "The source tree whose handout.json lists the exercises (default: the checkout this program runs from)");
   CLI::Option* student = cmd->add_option(
       "--student", a->students, "Teacher: grade this student copy of a handout with the teacher's tests, in a clean tree");
   CLI::Option* collect = cmd->add_option("--collect", a->students,

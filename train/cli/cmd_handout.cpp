@@ -23,7 +23,7 @@ struct HandoutArgs {
   std::string out_dir;
   std::string exercises = "all";              // "all" or a ","-separated list of words
   std::string lecture;                        // or the exercises of one lecture
-  std::string source = SCRATCHFORMER_SOURCE_DIR;  // the teacher's tree
+  std::string source;                         // the teacher's tree (empty: this program's checkout)
   bool list = false;                          // print the exercises and stop
   bool solutions = false;                     // print the chosen exercises' solutions (the key) and stop
   bool audit = false;                         // look for the chosen solutions' lines elsewhere in the handout
@@ -116,8 +116,9 @@ int run_audit(const std::string& source, const std::vector<std::string>& words) 
   return undeclared > 0 ? 1 : 0;
 }
 
-int run_handout(const HandoutArgs& a) {
+int run_handout(HandoutArgs a) {
   if (a.list) return print_list(a.lecture), 0;
+  if (a.source.empty()) a.source = checkout_folder("handout");
   train::require_scratchformer_tree(a.source);
   const std::vector<std::string> words =
       a.lecture.empty() ? chosen_words(a.exercises) : train::lecture_exercises(a.lecture);
@@ -150,7 +151,7 @@ Command add_handout_command(CLI::App& app) {
   cmd->add_flag("--audit", a->audit,
                 "Look for the chosen solutions' lines elsewhere in the handout; exit 1 on a match not declared harmless "
                 "in " + std::string(train::kAuditHarmless));
-  cmd->add_option("--source", a->source, "The teacher's source tree (default: the one this program was built from)");
+  cmd->add_option("--source", a->source, "The teacher's source tree (default: the checkout this program runs from)");
   return {cmd, [a] { return run_handout(*a); }};
 }
 

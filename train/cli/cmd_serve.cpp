@@ -14,12 +14,14 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
 
 #include "train/cli/cli_util.h"
 #include "train/cli/commands.h"
+#include "train/data_folder.h"
 #include "train/explorer/api.h"
 #include "train/explorer/server.h"
 
@@ -30,7 +32,7 @@ namespace {
 struct ServeArgs {
   std::string runs = "runs";
   std::string checkpoint;
-  std::string configs = "configs";
+  std::string configs;  // empty: ./configs, else the data folder's (train/data_folder.h)
   std::string host = "127.0.0.1";
   int port = 8080;
 };
@@ -88,8 +90,12 @@ void check_runs_folder(const ServeArgs& a, bool given) {
             << "提示：还没有 runs 文件夹 '" << a.runs << "'：用 `scratchformer train` 训练后，运行会出现在这里\n";
 }
 
-int run_serve(const ServeArgs& a, bool runs_given) {
+int run_serve(ServeArgs a, bool runs_given) {
   check_runs_folder(a, runs_given);
+  if (a.configs.empty()) {
+    const std::optional<train::DataFolder> data = train::find_data_folder();
+    a.configs = std::filesystem::is_directory("configs") || !data ? "configs" : data->configs().string();
+  }
   explorer::Explorer explorer({a.runs, a.configs, a.checkpoint});
   explorer.preload_default_model();  // a bad --checkpoint is reported now, not on the first page
   explorer::Server server(explorer, {a.host, a.port});
@@ -112,7 +118,7 @@ Command add_serve_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("serve", "The explorer in the browser: runs, translations, attention, one step");
   CLI::Option* runs = cmd->add_option("--runs", a->runs, "Folder of runs (each folder in it with a config.toml) (default: runs)");
   cmd->add_option("--checkpoint", a->checkpoint, "One more model to use, outside the runs folder");
-  cmd->add_option("--configs", a->configs, "Folder of configs the Inside-one-step page may use (default: configs)");
+  cmd->add_option("--configs", a->configs, "Folder of configs the Inside-one-step page may use (default: ./configs, else the installed configs)");
   cmd->add_option("--host", a->host, "Address to listen on (default: 127.0.0.1, this machine only)");
   cmd->add_option("--port", a->port, "Port (default: 8080; 0 picks a free one and prints it)")
       ->check(whole_number_in(0, 65535, "a port in [0, 65535]"));

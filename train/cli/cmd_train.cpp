@@ -27,6 +27,7 @@ struct TrainArgs {
 
 int run_train(TrainArgs& a) {
   const train::Config cfg = train::load_config(a.config, a.overrides);
+  train::require_data_files(cfg);  // a corpus found neither beside the config nor in the data folder
   // --trace and --trace-file without --trace-steps trace one step
   if (a.trace_options.trace_steps == 0 && (a.trace || !a.trace_options.trace_file.empty())) a.trace_options.trace_steps = 1;
   // Only the hooks asked for are installed: an ordinary step calls none.
@@ -45,7 +46,7 @@ int run_train(TrainArgs& a) {
 Command add_train_command(CLI::App& app) {
   auto a = std::make_shared<TrainArgs>();
   CLI::App* cmd = app.add_subcommand("train", "Train a translation model from a TOML config");
-  cmd->add_option("--config", a->config, "Config file (TOML), e.g. configs/quickstart.toml")->required();
+  cmd->add_option("--config", a->config, "Config file (TOML), or the name of a shipped one (`scratchformer configs`): configs/quickstart.toml or quickstart")->required();
   cmd->add_option("--set", a->overrides, "Override a config key: section.key=value (repeatable)");
   cmd->add_flag("--resume", a->resume, "Continue the run in run.dir from checkpoint-last.safetensors");
   cmd->add_flag("--trace", a->trace, "Print each module's output and gradient statistics for the first step");

@@ -20,6 +20,7 @@ struct Command {
 
 // In the order of `scratchformer --help`.
 Command add_train_command(CLI::App& app);          // cmd_train.cpp
+Command add_configs_command(CLI::App& app);        // cmd_configs.cpp
 Command add_translate_command(CLI::App& app);      // cmd_translate.cpp
 Command add_generate_command(CLI::App& app);       // cmd_generate.cpp
 Command add_fill_mask_command(CLI::App& app);      // cmd_fill_mask.cpp

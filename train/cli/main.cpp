@@ -3,6 +3,7 @@
 // is one file here (commands.h declares them; cli_util.h holds what several share):
 //
 //   train          cmd_train.cpp          train a model from a config file (translation, lm, mlm, classify)
+//   configs        cmd_configs.cpp        the configs `train --config NAME` finds by name, and their folder
 //   translate      cmd_translate.cpp      translate sentences with a trained checkpoint
 //   generate       cmd_generate.cpp       continue a prompt with a decoder-only model (prefill, decode)
 //   fill-mask      cmd_fill_mask.cpp      the tokens a masked-LM encoder predicts behind each <mask>
@@ -106,7 +107,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(0, 1);
   // in the order `scratchformer --help` lists them
   const std::vector<cli::Command> commands = {
-      cli::add_train_command(app),     cli::add_translate_command(app), cli::add_generate_command(app),
+      cli::add_train_command(app),     cli::add_configs_command(app),   cli::add_translate_command(app), cli::add_generate_command(app),
       cli::add_fill_mask_command(app), cli::add_classify_command(app),  cli::add_eval_command(app),
       cli::add_bleu_command(app),      cli::add_average_command(app),   cli::add_tune_beam_command(app), cli::add_summary_command(app),
       cli::add_bench_command(app),     cli::add_demo_command(app),      cli::add_gradcheck_command(app),

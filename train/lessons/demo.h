@@ -24,7 +24,7 @@ namespace sf::lessons {
 struct DemoOptions {
   std::string out;            // the SVG to write; "" = demo-NAME.svg in the current directory
   std::uint64_t seed = 0;     // every random draw of the demo starts here
-  std::string corpora;        // where the shipped corpora are ("" = the project's data/corpora)
+  std::string corpora;        // where the shipped corpora are ("" = the data folder's: train/data_folder.h)
   std::string text;           // the sentence a demo reads ("" = its own; worked-example)
   std::string checkpoint;     // a trained model a demo reads ("" = none; attribution's translator)
 };

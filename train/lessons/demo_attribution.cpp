@@ -20,10 +20,7 @@
 #include "train/lessons/demo.h"
 #include "train/lessons/toy_task.h"
 #include "train/setup.h"
-
-#ifndef SCRATCHFORMER_CORPORA_DIR
-#define SCRATCHFORMER_CORPORA_DIR "data/corpora"
-#endif
+#include "train/data_folder.h"  // corpora_dir: the shipped corpora, found at run time
 
 namespace sf::lessons {
 
@@ -214,7 +211,7 @@ void judge(AttributionDemoResult& r) {
 }  // namespace
 
 std::vector<AlignedPair> read_alignments(const std::string& corpora) {
-  const std::string path = (corpora.empty() ? std::string(SCRATCHFORMER_CORPORA_DIR) : corpora) +
+  const std::string path = train::corpora_dir(corpora) +
                            "/multi30k-alignments/multi30k-test.tsv";
   const std::vector<std::string> lines = data::read_lines(path);
   std::vector<AlignedPair> pairs;

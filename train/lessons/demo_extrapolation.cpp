@@ -25,10 +25,7 @@
 #include "train/classroom/svg.h"
 #include "train/lessons/demo.h"
 #include "train/optim/optim.h"
-
-#ifndef SCRATCHFORMER_CORPORA_DIR
-#define SCRATCHFORMER_CORPORA_DIR "data/corpora"
-#endif
+#include "train/data_folder.h"  // corpora_dir: the shipped corpora, found at run time
 
 namespace sf::lessons {
 
@@ -75,7 +72,7 @@ std::string read_text(const std::string& path) {
 }
 
 CharStream char_stream(const std::string& corpora) {
-  const std::string dir = (corpora.empty() ? std::string(SCRATCHFORMER_CORPORA_DIR) : corpora) + "/multi30k/";
+  const std::string dir = train::corpora_dir(corpora) + "/multi30k/";
   const std::string train = read_text(dir + "train.en"), valid = read_text(dir + "valid.en");
   CharStream c;
   for (unsigned char ch : train)

@@ -13,10 +13,7 @@
 #include "nn/attention.h"
 #include "train/classroom/svg.h"
 #include "train/lessons/demo.h"
-
-#ifndef SCRATCHFORMER_CORPORA_DIR
-#define SCRATCHFORMER_CORPORA_DIR "data/corpora"
-#endif
+#include "train/data_folder.h"  // corpora_dir: the shipped corpora, found at run time
 
 namespace sf::lessons {
 
@@ -82,7 +79,7 @@ std::vector<std::vector<double>> one_row(const Tensor& w, std::int64_t b) {  // 
 }  // namespace
 
 MasksDemoResult compute_masks_demo(std::uint64_t seed, const std::string& corpora, std::int64_t batch) {
-  const std::string dir = (corpora.empty() ? std::string(SCRATCHFORMER_CORPORA_DIR) : corpora) + "/multi30k/";
+  const std::string dir = train::corpora_dir(corpora) + "/multi30k/";
   const std::vector<std::string> de = data::read_lines(dir + "train.de"), en = data::read_lines(dir + "train.en");
   MasksDemoResult r;
   std::set<std::size_t> lengths;

@@ -22,10 +22,7 @@
 #include "nn/encoder_only.h"
 #include "train/classroom/svg.h"
 #include "train/lessons/demo.h"
-
-#ifndef SCRATCHFORMER_CORPORA_DIR
-#define SCRATCHFORMER_CORPORA_DIR "data/corpora"
-#endif
+#include "train/data_folder.h"  // corpora_dir: the shipped corpora, found at run time
 
 namespace sf::lessons {
 namespace {
@@ -69,7 +66,7 @@ std::size_t word_count(const std::string& text) {
 // The first `count` Chinese sentences (in file order) with two different English translations of
 // kMinWords words or more: sentences [2i] and [2i+1].
 std::vector<PoolingSentence> paraphrase_pairs(const std::string& corpora, std::int64_t count) {
-  const std::string dir = (corpora.empty() ? std::string(SCRATCHFORMER_CORPORA_DIR) : corpora) + "/tatoeba-cmn-eng/";
+  const std::string dir = train::corpora_dir(corpora) + "/tatoeba-cmn-eng/";
   const std::vector<std::string> en = read_lines(dir + "train.en"), zh = read_lines(dir + "train.zh");
   if (en.size() != zh.size())
     throw std::runtime_error("demo pooling: " + dir + "train.en has " + std::to_string(en.size()) +

@@ -83,11 +83,14 @@ if(SCRATCHFORMER_MPI)
   string(APPEND SF_DEV_DEPENDS ", libopenmpi-dev")
 endif()
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "${SF_DEV_DEPENDS}")
-set(CPACK_COMPONENT_RUNTIME_DESCRIPTION "From-scratch C++ Transformer framework for teaching: the scratchformer program
- Trains and explores the encoder-decoder Transformer of a course on attention: training from a
- config, translation, the lecture's demos, gradient checks and the explorer in the browser.
- Configs and two parallel corpora (Multi30k de-en, Tatoeba zh-en) in /usr/share/scratchformer.")
-set(CPACK_COMPONENT_DEV_DESCRIPTION "From-scratch C++ Transformer framework for teaching: libraries and headers
- The autograd, nn, data and train libraries with their headers, find_package(Scratchformer) and
- pkg-config scratchformer, and the example projects in /usr/share/doc/scratchformer/examples.")
+# The first line is the package's one-line synopsis, the rest its long description.
+set(CPACK_DEBIAN_RUNTIME_DESCRIPTION "From-scratch C++ Transformer framework for teaching: the program
+Trains and explores the encoder-decoder Transformer of a course on attention:
+training from a config, translation, the lecture's demos, gradient checks and
+the explorer in the browser. Configs and two parallel corpora (Multi30k de-en,
+Tatoeba zh-en) in /usr/share/scratchformer.")
+set(CPACK_DEBIAN_DEV_DESCRIPTION "From-scratch C++ Transformer framework for teaching: libraries and headers
+The autograd, nn, data and train libraries with their headers,
+find_package(Scratchformer) and pkg-config scratchformer, and the example
+projects in /usr/share/doc/scratchformer/examples.")
 include(CPack)

@@ -5,11 +5,14 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "test_util.h"
 #include "train/config.h"
+#include "train/data_folder.h"
 
 namespace {
 
@@ -412,4 +415,44 @@ TEST_CASE("config rejects an unknown rnn option and an rnn option under another 
                        {"--set data.task=lm: model.arch \"rnn\"", "only data.task = \"translation\", got \"lm\""});
   require_config_error(with_model("arch = \"rnn\""), {"run.attention_snapshots=true"},
                        {"--set run.attention_snapshots=true", "Transformer's attention heads", "got model.arch \"rnn\""});
+}
+
+// ---- where configs and corpora are found (train/data_folder.h) ----
+// The test programs lie in the checkout's build tree, so the data folder is the checkout itself.
+
+TEST_CASE("config given by name is found in the data folder's configs", "[config][install]") {
+  const std::optional<sf::train::DataFolder> data = sf::train::find_data_folder();
+  REQUIRE(data.has_value());
+  CHECK_FALSE(data->installed);
+  CHECK(fs::exists(data->corpora() / "multi30k" / "SOURCE.md"));
+  const Config by_name = load_config("reverse");
+  CHECK(by_name == load_config((data->configs() / "reverse.toml").string()));
+  CHECK(by_name == load_config("reverse.toml"));
+  REQUIRE_THROWS_WITH(load_config("no-such-config"), Contains("no-such-config") && Contains(data->configs().string()) &&
+                                                            Contains("scratchformer configs") && !Contains("\n"));
+  bool listed = false;
+  for (const sf::train::ConfigEntry& e : sf::train::list_configs()) listed = listed || (e.name == "quickstart" && !e.description.empty());
+  CHECK(listed);
+}
+
+TEST_CASE("config copied out of the configs folder finds the shipped corpora, or names both places", "[config][install]") {
+  const sf::train::DataFolder data = sf::train::data_folder();
+  TempDir dir;
+  std::ifstream in(data.configs() / "reverse.toml");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const Config copied = load_config(dir.write("copied.toml", text));
+  CHECK(copied.missing_files.empty());
+  CHECK(copied.data.train_src == (data.corpora() / "reverse" / "train.src").lexically_normal().string());
+  CHECK_NOTHROW(sf::train::require_data_files(copied));
+
+  std::string broken = text;
+  broken.replace(broken.find("corpora/reverse/train.src"), 25, "corpora/nowhere/train.src");
+  const Config missing = load_config(dir.write("broken.toml", broken));
+  REQUIRE(missing.missing_files.size() == 1);
+  const std::string& line = missing.missing_files.front();
+  CHECK_THAT(line, Contains("broken.toml:") && Contains("data.train_src") &&
+                       Contains((dir.path / "../data/corpora/nowhere/train.src").lexically_normal().string()) &&
+                       Contains((data.corpora() / "nowhere" / "train.src").lexically_normal().string()));
+  REQUIRE_THROWS_AS(sf::train::require_data_files(missing), ConfigError);
+  CHECK(missing.run.dir == (dir.path / "../runs/reverse").lexically_normal().string());  // a checkout: run.dir as written
 }

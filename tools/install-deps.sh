@@ -23,6 +23,8 @@ packages=(
   clang-14 libclang-rt-14-dev libomp-14-dev   # libFuzzer targets (tests/fuzz, tools/run_fuzzers.sh)
   libcpp-httplib-dev                 # `scratchformer serve`: the explorer's HTTP server (train/explorer/server.cpp)
   chromium                           # the explorer's browser tests, headless (tests/browser)
+  dpkg-dev file                      # cpack -G DEB: dpkg-shlibdeps finds the packages of the linked libraries (tests/install)
+  strace                             # the install test checks that the installed program opens no file of the checkout
   python3-torch python3-sentencepiece  # tools/torch_model.py (the model in plain PyTorch) and its test
                                      # (tests/torch); make_reference.py and bench_pytorch.py; never the framework
 )

@@ -39,7 +39,10 @@ std::optional<DataFolder> data_folder_at(const fs::path& dir) {
 std::string first_sentence(const fs::path& file, const std::string& name) {
   std::ifstream in(file);
   std::string text;
-  for (std::string line; std::getline(in, line) && line.rfind("# ", 0) == 0;) text += (text.empty() ? "" : " ") + line.substr(2);
+  for (std::string line; std::getline(in, line) && line.rfind("# ", 0) == 0;) {
+    if (!text.empty()) text += ' ';
+    text += line.substr(2);
+  }
   if (text.rfind(name + ": ", 0) == 0) text = text.substr(name.size() + 2);
   const std::size_t stop = text.find(". ");
   if (stop != std::string::npos) text = text.substr(0, stop + 1);

@@ -97,6 +97,13 @@ echo "ka ra mi wa" | (cd "$work" && "$tmp/ex/translate/translate" "$checkpoint")
 echo "ka ra mi wa" | sf translate --beam 1 --checkpoint "$checkpoint" > "$tmp/cli.txt"
 cmp -s "$tmp/translate.txt" "$tmp/cli.txt" || fail "example translate printed '$(cat "$tmp/translate.txt")', the CLI '$(cat "$tmp/cli.txt")'"
 
+step "find_package with a dependency missing: CMake's error names it"
+if env -i PATH=/usr/bin:/bin HOME="$tmp/home" PKG_CONFIG_LIBDIR=/nonexistent \
+     cmake -S "$examples/core" -B "$tmp/ex/missing" -DCMAKE_PREFIX_PATH="$prefix" > "$tmp/missing.log" 2>&1; then
+  fail "find_package(Scratchformer) succeeded without the openblas pkg-config module"
+fi
+grep -q "Scratchformer needs openblas" "$tmp/missing.log" || fail "the error does not name openblas: $(grep -A8 'CMake Error' "$tmp/missing.log")"
+
 step "example core with pkg-config and g++"
 export PKG_CONFIG_PATH=$prefix/$libdir/pkgconfig
 # shellcheck disable=SC2046

@@ -12,14 +12,13 @@ namespace sf::train {
 
 namespace fs = std::filesystem;
 
-namespace {
-
-// The folder of the running program, or empty where /proc/self/exe cannot be read.
 fs::path program_folder() {
   std::error_code ec;
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   return ec ? fs::path() : exe.parent_path();
 }
+
+namespace {
 
 bool is_folder(const fs::path& p) {
   std::error_code ec;

@@ -29,6 +29,9 @@ struct DataFolder {
   std::filesystem::path corpora() const { return root / "data" / "corpora"; }
 };
 
+// The folder of the running program, or empty where /proc/self/exe cannot be read.
+std::filesystem::path program_folder();
+
 // The data folder, or nothing when neither $SCRATCHFORMER_DATA nor the program's place has one.
 std::optional<DataFolder> find_data_folder();
 

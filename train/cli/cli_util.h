@@ -41,12 +41,12 @@ train::DecodeOptions decode_options(const train::InferenceModel& im, std::int64_
 // The --length-penalty option of translate, eval and tune-beam: alpha in [0, 5].
 CLI::Validator length_penalty_check();
 
-// --lang en|zh|auto of the commands whose headings and tables exist in Chinese too; auto (the
-// default) is Chinese when the LANG environment variable starts with "zh" (zh_CN.UTF-8).
 // The checkout this program runs from (train/data_folder.h): the tree `handout` copies and whose
 // handout.json `grade` reads. An installed program has none: then --source is required.
 std::string checkout_folder(const std::string& command);
 
+// --lang en|zh|auto of the commands whose headings and tables exist in Chinese too; auto (the
+// default) is Chinese when the LANG environment variable starts with "zh" (zh_CN.UTF-8).
 void add_lang_option(CLI::App& cmd, std::string& lang);
 bool chinese_output(const std::string& lang);
 

@@ -19,6 +19,7 @@
 #include "train/classroom/grade_student.h"
 #include "train/classroom/handout.h"
 #include "train/cli/commands.h"
+#include "train/data_folder.h"  // program_folder
 
 namespace sf::cli {
 
@@ -39,9 +40,8 @@ struct GradeArgs {
 };
 
 fs::path program_dir() {
-  std::error_code ec;
-  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? fs::current_path() : self.parent_path();
+  const fs::path self = train::program_folder();
+  return self.empty() ? fs::current_path() : self;
 }
 
 // The exercises to grade: --exercise, else the handout's manifest, else (the teacher's tree) all.

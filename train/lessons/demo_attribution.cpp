@@ -211,8 +211,7 @@ void judge(AttributionDemoResult& r) {
 }  // namespace
 
 std::vector<AlignedPair> read_alignments(const std::string& corpora) {
-  const std::string path = train::corpora_dir(corpora) +
-                           "/multi30k-alignments/multi30k-test.tsv";
+  const std::string path = train::corpora_dir(corpora) + "/multi30k-alignments/multi30k-test.tsv";
   const std::vector<std::string> lines = data::read_lines(path);
   std::vector<AlignedPair> pairs;
   for (std::size_t n = 0; n < lines.size(); ++n) {

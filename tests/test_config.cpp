@@ -428,6 +428,7 @@ TEST_CASE("config given by name is found in the data folder's configs", "[config
   const Config by_name = load_config("reverse");
   CHECK(by_name == load_config((data->configs() / "reverse.toml").string()));
   CHECK(by_name == load_config("reverse.toml"));
+  REQUIRE_THROWS_WITH(load_config(""), Contains("got an empty string"));
   REQUIRE_THROWS_WITH(load_config("no-such-config"), Contains("no-such-config") && Contains(data->configs().string()) &&
                                                             Contains("scratchformer configs") && !Contains("\n"));
   bool listed = false;

@@ -94,6 +94,7 @@ std::vector<ConfigEntry> list_configs() {
 }
 
 std::string find_config_file(const std::string& arg) {
+  if (arg.empty()) throw ConfigError("expected a config file or a config's name (`scratchformer configs` lists them), got an empty string");
   std::error_code ec;
   if (fs::exists(arg, ec) || arg.find('/') != std::string::npos) return arg;  // a path: load_config reports it
   const std::string file = arg.size() > 5 && arg.ends_with(".toml") ? arg : arg + ".toml";
